@@ -1,0 +1,64 @@
+# Corecraft Studio. `make demo` and `make test` work on a fresh machine (python-svc kind).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PY := $(BIN)/python
+HOST ?= 127.0.0.1
+PORT ?= 8000
+SEED ?= 7
+SCALE ?= 1
+export DJANGO_SETTINGS_MODULE := corecraft_site.settings
+
+.PHONY: install services browser test lint format demo demo-stop bench
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e ".[dev]"
+	touch $@
+
+install: $(BIN)/.installed
+
+services:
+	@bash scripts/ensure_services.sh
+
+# Debian's chromium for the Playwright browser tests (no browser download from Playwright itself).
+browser:
+	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
+
+test: install services browser
+	$(BIN)/pytest
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: install
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+# Migrate, seed the world (once), publish snapshot v1 (once), create the demo users, start the web server
+# and a Celery worker in the background. `make demo-stop` stops them.
+demo: install services demo-stop
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py collectstatic --noinput -v 0
+	$(PY) manage.py seed_world --seed $(SEED) --scale $(SCALE) --if-empty
+	$(PY) manage.py publish_world --note "demo world (seed $(SEED), scale $(SCALE))" --if-changed
+	$(PY) manage.py create_demo_users
+	@mkdir -p .run
+	@nohup $(BIN)/gunicorn corecraft_site.wsgi --bind $(HOST):$(PORT) --workers 2 --access-logfile .run/web.access.log >.run/web.log 2>&1 & echo $$! >.run/web.pid
+	@nohup $(BIN)/celery -A corecraft_site worker -B -Q default,rollouts,judging,exports --concurrency 2 -l info >.run/worker.log 2>&1 & echo $$! >.run/worker.pid
+	@for i in $$(seq 1 30); do curl -sf http://$(HOST):$(PORT)/healthz >/dev/null && break; sleep 1; done
+	@curl -sf http://$(HOST):$(PORT)/healthz >/dev/null || (echo "web server did not start; see .run/web.log"; tail -20 .run/web.log; exit 1)
+	@echo
+	@echo "Corecraft Studio is running at http://$(HOST):$(PORT)/  (admin: http://$(HOST):$(PORT)/admin/)"
+	@$(PY) manage.py create_demo_users --print-only
+	@echo "Logs in .run/ ; stop with: make demo-stop"
+
+demo-stop:
+	@for p in web worker; do \
+	  if [ -f .run/$$p.pid ]; then kill $$(cat .run/$$p.pid) 2>/dev/null || true; rm -f .run/$$p.pid; fi; \
+	done
+
+bench: install services
+	$(PY) bench/episodes.py

@@ -1,0 +1,157 @@
+"""Settings for Corecraft Studio.
+
+Every deploy-time value comes from the environment and is parsed strictly (see ``env.py``); the defaults
+are the local machine's: Postgres and Redis on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+
+from corecraft_site.env import env_bool, env_datetime, env_int, env_list, env_str, parse_database_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+DEBUG = env_bool("DEBUG", True)
+SECRET_KEY = env_str("SECRET_KEY", "")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off")
+    SECRET_KEY = "corecraft-local-development-key-not-for-production"  # noqa: S105
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "template_partials",
+    "rest_framework",
+    "drf_spectacular",
+    "world_app",
+    "tasks_app",
+    "rubrics_app",
+    "trainer_bridge",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "corecraft_site.urls"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+WSGI_APPLICATION = "corecraft_site.wsgi.application"
+ASGI_APPLICATION = "corecraft_site.asgi.application"
+
+# The live world and every app table live in Postgres. The "episode" alias is an in-memory SQLite
+# connection that the episode engine swaps per episode (see world_app/episodes); it is never migrated.
+_default_db = parse_database_url(env_str("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/corecraft"))
+if env_bool("DB_POOL", True):
+    # Django's psycopg 3 pool; persistent connections (CONN_MAX_AGE) must stay 0 with it.
+    _default_db["OPTIONS"]["pool"] = {
+        "min_size": env_int("DB_POOL_MIN", 1, minimum=0),
+        "max_size": env_int("DB_POOL_MAX", 10, minimum=1),
+        "timeout": env_int("DB_POOL_TIMEOUT", 10, minimum=1),
+    }
+_default_db["TEST"] = {"NAME": env_str("TEST_DATABASE_NAME", f"test_{_default_db['NAME']}")}
+DATABASES = {
+    "default": _default_db,
+    "episode": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:", "TEST": {"NAME": ":memory:"}},
+}
+DATABASE_ROUTERS = ["world_app.routers.EpisodeRouter"]
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = env_str("TIME_ZONE", "UTC")
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "staticfiles"
+
+# --- The Corecraft world --------------------------------------------------------------------------
+# The world's own clock: time windows, return windows and warranty expiries are computed against it, so
+# they are the same on every run. The public port of Corecraft fixes it at 2025-09-15 14:00 EST.
+WORLD_NOW = env_datetime("WORLD_NOW", "2025-09-15T14:00:00-05:00")
+WORLD_TIME_ZONE = env_str("WORLD_TIME_ZONE", "EST")
+# Episodes kept materialised (in-memory SQLite) per process; colder ones are rebuilt from their log.
+EPISODE_CACHE_SIZE = env_int("EPISODE_CACHE_SIZE", 1000, minimum=1)
+# Open episodes idle longer than this are closed by the periodic clean-up.
+EPISODE_IDLE_TIMEOUT_S = env_int("EPISODE_IDLE_TIMEOUT_S", 6 * 3600, minimum=60)
+
+# --- Redis and Celery -----------------------------------------------------------------------------
+REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL)
+CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND", REDIS_URL)
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_DEFAULT_QUEUE = "default"
+CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TIMEZONE = "UTC"
+CELERY_BEAT_SCHEDULE = {
+    "close-idle-episodes": {"task": "world_app.tasks.close_idle_episodes", "schedule": 600.0},
+}
+
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL},
+}
+
+REST_FRAMEWORK = {
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "PAGE_SIZE": 50,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Corecraft Studio API",
+    "DESCRIPTION": "World snapshots, episodes, tools, releases and rewards for agent training.",
+    "VERSION": "0.1.0",
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+}

@@ -1,0 +1,149 @@
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.db import models
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ValidationError as PydanticValidationError
+
+from world_app.models.base import Timestamped, WorldEntity
+
+
+class LoyaltyTier(models.TextChoices):
+    NONE = "none", "None"
+    SILVER = "silver", "Silver"
+    GOLD = "gold", "Gold"
+    PLATINUM = "platinum", "Platinum"
+
+
+# Percent off merchandise (never shipping) per tier, as the loyalty policy article states.
+LOYALTY_DISCOUNT_PCT = {"none": 0, "silver": 5, "gold": 10, "platinum": 15}
+
+
+class Address(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    label: str = Field(pattern=r"^(shipping|billing)$")
+    name: str = Field(min_length=1)
+    line1: str = Field(min_length=1)
+    line2: str = ""
+    city: str = Field(min_length=1)
+    state: str = Field(min_length=2, max_length=2)
+    postal_code: str = Field(pattern=r"^\d{5}(-\d{4})?$")
+    country: str = Field(default="US", min_length=2, max_length=2)
+
+
+def validate_address(value: dict, *, field: str = "address") -> None:
+    try:
+        Address.model_validate(value)
+    except PydanticValidationError as exc:
+        raise ValidationError(
+            {field: [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]}
+        ) from None
+
+
+def validate_addresses(value: list) -> None:
+    if not isinstance(value, list):
+        raise ValidationError("addresses must be a list of address objects")
+    for item in value:
+        validate_address(item, field="addresses")
+
+
+class Customer(WorldEntity, Timestamped):
+    ID_PREFIX = "cus"
+
+    first_name = models.CharField(max_length=80)
+    last_name = models.CharField(max_length=80)
+    email = models.EmailField(db_index=True)  # not unique: near-duplicate accounts exist, as in real CRMs
+    phone = models.CharField(max_length=32, blank=True)
+    date_of_birth = models.DateField(null=True, blank=True)
+    addresses = models.JSONField(default=list, blank=True, validators=[validate_addresses])
+    loyalty_tier = models.CharField(max_length=16, choices=LoyaltyTier.choices, default=LoyaltyTier.NONE)
+    marketing_opt_in = models.BooleanField(default=False)
+    notes = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["last_name", "first_name"])]
+
+    def __str__(self) -> str:
+        return f"{self.id} {self.first_name} {self.last_name}"
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.first_name} {self.last_name}"
+
+    @property
+    def loyalty_discount_pct(self) -> int:
+        return LOYALTY_DISCOUNT_PCT[self.loyalty_tier]
+
+
+class Department(models.TextChoices):
+    OPERATIONS = "operations"
+    ORDER_PROCESSING = "order_processing"
+    ENGINEERING = "engineering"
+    HELP_DESK = "help_desk"
+    IT_SYSTEMS = "it_systems"
+    PRODUCT_MANAGEMENT = "product_management"
+    FINANCE = "finance"
+    HR = "hr"
+    RECRUITMENT = "recruitment"
+    SUPPORT = "support"
+
+
+class SupportRole(models.TextChoices):
+    NONE = "none"
+    AGENT = "agent"
+    SENIOR_AGENT = "senior_agent"
+    PRODUCT_SPECIALIST = "product_specialist"
+    TECHNICAL_SPECIALIST = "technical_specialist"
+    TEAM_LEAD = "team_lead"
+    MANAGER = "manager"
+
+
+EMPLOYEE_PERMISSIONS = (
+    "view_orders",
+    "edit_orders",
+    "issue_refunds",
+    "approve_refunds_over_limit",
+    "approve_policy_exceptions",
+    "manage_tickets",
+    "manage_inventory",
+    "manage_builds",
+)
+
+
+def validate_permissions(value: list) -> None:
+    if not isinstance(value, list):
+        raise ValidationError("permissions must be a list")
+    unknown = sorted(set(value) - set(EMPLOYEE_PERMISSIONS))
+    if unknown:
+        raise ValidationError(f"unknown permissions: {', '.join(unknown)}")
+
+
+class Employee(WorldEntity, Timestamped):
+    ID_PREFIX = "emp"
+
+    first_name = models.CharField(max_length=80)
+    last_name = models.CharField(max_length=80)
+    email = models.EmailField(unique=True)
+    department = models.CharField(max_length=32, choices=Department.choices)
+    title = models.CharField(max_length=120)
+    manager = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="reports")
+    permissions = models.JSONField(default=list, blank=True, validators=[validate_permissions])
+    support_role = models.CharField(max_length=32, choices=SupportRole.choices, default=SupportRole.NONE)
+    hired_on = models.DateField()
+    is_active = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"{self.id} {self.first_name} {self.last_name} ({self.title})"
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.first_name} {self.last_name}"
+
+    def clean(self) -> None:
+        if self.manager_id and self.manager_id == self.id:
+            raise ValidationError({"manager": "an employee cannot manage themselves"})

@@ -1,0 +1,41 @@
+"""Reads of the world (live or, inside an episode, the episode's)."""
+
+from __future__ import annotations
+
+from django.urls import NoReverseMatch, reverse
+
+from world_app.clock import world_now
+from world_app.models import ENTITY_MODELS, WorldSnapshot
+
+
+def world_counts() -> dict[str, int]:
+    """Rows per entity type, keyed by the paper's names (customer, order, support_ticket, ...)."""
+    return {model._meta.model_name: model.objects.count() for model in ENTITY_MODELS}
+
+
+def world_overview() -> dict:
+    counts = []
+    for model in ENTITY_MODELS:
+        try:
+            admin_url = reverse(f"admin:world_app_{model._meta.model_name}_changelist")
+        except NoReverseMatch:
+            admin_url = ""
+        counts.append(
+            {"label": model._meta.verbose_name_plural.capitalize(), "count": model.objects.count(), "admin_url": admin_url}
+        )
+    snapshots = [
+        {
+            "version": s.version,
+            "created_at": s.created_at,
+            "note": s.note,
+            "content_checksum": s.content_checksum,
+            "total_entities": sum(s.entity_counts.values()),
+        }
+        for s in WorldSnapshot.objects.only("version", "created_at", "note", "content_checksum", "entity_counts")[:10]
+    ]
+    return {
+        "counts": counts,
+        "total_entities": sum(c["count"] for c in counts),
+        "snapshots": snapshots,
+        "world_now": world_now(),
+    }
