@@ -2,5 +2,5 @@ from django.apps import AppConfig
 
 
 class TasksAppConfig(AppConfig):
-    default_auto_field = 'django.db.models.BigAutoField'
-    name = 'tasks_app'
+    default_auto_field = "django.db.models.BigAutoField"
+    name = "tasks_app"

@@ -21,7 +21,11 @@ def world_overview() -> dict:
         except NoReverseMatch:
             admin_url = ""
         counts.append(
-            {"label": model._meta.verbose_name_plural.capitalize(), "count": model.objects.count(), "admin_url": admin_url}
+            {
+                "label": model._meta.verbose_name_plural.capitalize(),
+                "count": model.objects.count(),
+                "admin_url": admin_url,
+            }
         )
     snapshots = [
         {

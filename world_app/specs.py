@@ -169,9 +169,7 @@ def validate_specs(category: str, specs: dict) -> dict:
     try:
         return model.model_validate(specs).model_dump(mode="json")
     except ValidationError as exc:
-        raise SpecError(
-            {".".join(str(p) for p in err["loc"]) or "specs": err["msg"] for err in exc.errors()}
-        ) from None
+        raise SpecError({".".join(str(p) for p in err["loc"]) or "specs": err["msg"] for err in exc.errors()}) from None
 
 
 class SpecError(ValueError):

@@ -32,13 +32,13 @@ class WorldEntity(models.Model):
     class Meta:
         abstract = True
 
+    def __str__(self) -> str:
+        return self.id
+
     def save(self, *args, **kwargs) -> None:
         if not self.id:
             self.id = f"{self.ID_PREFIX}-{secrets.token_hex(4)}"
         super().save(*args, **kwargs)
-
-    def __str__(self) -> str:
-        return self.id
 
 
 class Timestamped(models.Model):

@@ -235,14 +235,9 @@ class Refund(WorldEntity, Timestamped):
             return
         if self.amount <= 0:
             raise ValidationError({"amount": "must be positive"})
-        others = (
-            Refund.objects.using(self._state.db or "default")
-            .filter(payment_id=self.payment_id)
-            .exclude(pk=self.pk)
-            .exclude(status=RefundStatus.REJECTED)
-            .aggregate(s=models.Sum("amount"))["s"]
-            or Decimal("0")
-        )
+        others = Refund.objects.using(self._state.db or "default").filter(payment_id=self.payment_id).exclude(
+            pk=self.pk
+        ).exclude(status=RefundStatus.REJECTED).aggregate(s=models.Sum("amount"))["s"] or Decimal("0")
         if others + self.amount > self.payment.amount:
             raise ValidationError(
                 {"amount": f"refunds would total {others + self.amount}, more than the {self.payment.amount} paid"}

@@ -6,6 +6,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticValidationError
 
 from world_app.models.base import Timestamped, WorldEntity
+from world_app.policies import LOYALTY_DISCOUNT_PCT
 
 
 class LoyaltyTier(models.TextChoices):
@@ -13,10 +14,6 @@ class LoyaltyTier(models.TextChoices):
     SILVER = "silver", "Silver"
     GOLD = "gold", "Gold"
     PLATINUM = "platinum", "Platinum"
-
-
-# Percent off merchandise (never shipping) per tier, as the loyalty policy article states.
-LOYALTY_DISCOUNT_PCT = {"none": 0, "silver": 5, "gold": 10, "platinum": 15}
 
 
 class Address(BaseModel):
@@ -36,9 +33,7 @@ def validate_address(value: dict, *, field: str = "address") -> None:
     try:
         Address.model_validate(value)
     except PydanticValidationError as exc:
-        raise ValidationError(
-            {field: [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]}
-        ) from None
+        raise ValidationError({field: [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]}) from None
 
 
 def validate_addresses(value: list) -> None:

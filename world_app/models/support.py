@@ -124,9 +124,13 @@ class Resolution(WorldEntity, Timestamped):
     def clean(self) -> None:
         if self.outcome == ResolutionOutcome.REFUND_ISSUED and not self.refund_id:
             raise ValidationError({"refund": "a refund_issued resolution links its refund"})
-        if self.refund_id and self.ticket_id and self.ticket.order_id:
-            if self.refund.payment.order_id != self.ticket.order_id:
-                raise ValidationError({"refund": "refunds a different order than the ticket's"})
+        if (
+            self.refund_id
+            and self.ticket_id
+            and self.ticket.order_id
+            and self.refund.payment.order_id != self.ticket.order_id
+        ):
+            raise ValidationError({"refund": "refunds a different order than the ticket's"})
 
 
 class EscalationType(models.TextChoices):
