@@ -8,16 +8,22 @@ in Postgres. Tools therefore write plain ORM code and can never touch the live w
 from __future__ import annotations
 
 from contextvars import ContextVar
+from functools import cache
 
 EPISODE_ALIAS = "episode"
 # True while the current thread/task works inside an episode.
 in_episode: ContextVar[bool] = ContextVar("in_episode", default=False)
 
 
-def _is_world_model(model) -> bool:
+@cache
+def _world_models() -> frozenset:
     from world_app.models import WORLD_MODELS
 
-    return model in WORLD_MODELS or getattr(model._meta, "auto_created", False) and model._meta.app_label == "world_app"
+    return frozenset(WORLD_MODELS)
+
+
+def _is_world_model(model) -> bool:
+    return model in _world_models()
 
 
 class EpisodeRouter:
