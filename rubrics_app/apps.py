@@ -2,5 +2,5 @@ from django.apps import AppConfig
 
 
 class RubricsAppConfig(AppConfig):
-    default_auto_field = 'django.db.models.BigAutoField'
-    name = 'rubrics_app'
+    default_auto_field = "django.db.models.BigAutoField"
+    name = "rubrics_app"

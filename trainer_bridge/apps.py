@@ -2,5 +2,5 @@ from django.apps import AppConfig
 
 
 class TrainerBridgeConfig(AppConfig):
-    default_auto_field = 'django.db.models.BigAutoField'
-    name = 'trainer_bridge'
+    default_auto_field = "django.db.models.BigAutoField"
+    name = "trainer_bridge"

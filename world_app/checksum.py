@@ -12,7 +12,9 @@ import json
 from datetime import UTC, date, datetime
 from decimal import Decimal
 
-from django.db import models
+from django.db import connections, models
+from django.db.models import F
+from django.db.models.functions import Collate
 
 
 def _canonical(value):
@@ -26,10 +28,14 @@ def _canonical(value):
 
 
 def table_rows(model: type[models.Model], *, using: str | None = None):
-    """(pk, canonical row) of one world table in primary-key order."""
+    """(pk, canonical row) of one world table in primary-key order (byte order, on every database)."""
     fields = [f.attname for f in model._meta.concrete_fields]
     manager = model._base_manager.using(using) if using else model._base_manager
-    for row in manager.order_by("pk").values_list(*fields).iterator(chunk_size=5000):
+    alias = manager.db
+    # String keys sort by the database's collation: Postgres' default (e.g. en_US) differs from SQLite's
+    # BINARY, so Postgres is told to sort bytewise ("C"), which is what SQLite does.
+    order = Collate("pk", "C") if connections[alias].vendor == "postgresql" else F("pk")
+    for row in manager.order_by(order).values_list(*fields).iterator(chunk_size=5000):
         yield row[0], [_canonical(v) for v in row]
 
 
