@@ -1,9 +1,72 @@
+from datetime import datetime
+
 import pytest
+
+# The public port's world clock; every test and the shared seeded world use it.
+TEST_WORLD_NOW = datetime.fromisoformat("2025-09-15T14:00:00-05:00")
+SEEDED_WORLD_SEED = 7
+SEEDED_WORLD_SCALE = 1.0
+
+
+def pytest_collection_modifyitems(items):
+    """Run the tests on the shared seeded world after those that expect an empty one, and browser tests last.
+
+    The seeded world is committed once (seeding it per test would cost seconds each), so a test that counts
+    rows or creates fixture rows with the world's unique names must run before it exists. Playwright's sync
+    API keeps an event loop in the main thread, which asyncio-based tests (MCP) cannot run beside.
+    """
+
+    def rank(item) -> int:
+        if item.get_closest_marker("browser"):
+            return 2
+        return 1 if {"seeded_world", "seeded_world_session"} & set(item.fixturenames) else 0
+
+    items.sort(key=rank)  # stable: files keep their order within a rank
 
 
 @pytest.fixture(autouse=True)
 def _world_clock(settings):
     """Every test sees the port's fixed world clock, whatever the environment says."""
-    from datetime import datetime
+    settings.WORLD_NOW = TEST_WORLD_NOW
 
-    settings.WORLD_NOW = datetime.fromisoformat("2025-09-15T14:00:00-05:00")
+
+def _seed_test_world():
+    from django.test import override_settings
+
+    from world_app.checksum import world_content_checksum
+    from world_app.generator import world_seed
+
+    with override_settings(WORLD_NOW=TEST_WORLD_NOW):
+        manifest = world_seed(seed=SEEDED_WORLD_SEED, scale=SEEDED_WORLD_SCALE, reset=True)
+        manifest.checksum = world_content_checksum()
+    return manifest
+
+
+@pytest.fixture(scope="session")
+def seeded_world_session(django_db_setup, django_db_blocker):
+    """The manifest of the world of seed 7, scale 1, seeded and committed ONCE per session, on first use.
+
+    For session- or module-scoped fixtures that need the world. Tests should use ``seeded_world``.
+    """
+    with django_db_blocker.unblock():
+        return _seed_test_world()
+
+
+@pytest.fixture
+def seeded_world(seeded_world_session, django_db_blocker):
+    """The seed-7, scale-1 world in the test database, and its ``WorldManifest`` (counts, anomaly ids...).
+
+    Seeded once per session and committed, so it costs nothing after the first test that asks for it. Use it
+    with ``@pytest.mark.django_db``: whatever a test changes is rolled back with the test's transaction.
+    A ``transaction=True`` test empties the database when it ends; the next test asking for the world then
+    seeds it again inside its own transaction (slower, still correct).
+    """
+    from world_app.models import Customer, SupportTicket
+
+    with django_db_blocker.unblock():
+        intact = (
+            Customer.objects.filter(pk="cus-00001").exists() and SupportTicket.objects.filter(pk="tkt-00001").exists()
+        )
+        if not intact:
+            _seed_test_world()
+    return seeded_world_session

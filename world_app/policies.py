@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import date
 from decimal import Decimal
 
 # Returns: a product may be returned within this many days of delivery, in original condition
@@ -65,4 +67,59 @@ TICKET_TRANSITIONS: dict[str, frozenset[str]] = {
     "escalated": frozenset({"open", "resolved", "closed"}),
     "resolved": frozenset({"open", "closed"}),
     "closed": frozenset({"open"}),
+}
+
+# --- Rules the agent tools enforce (added with the tools) -------------------------------------------------
+# A shipment in one of these statuses has left the warehouse: its order can no longer be cancelled.
+SHIPPED_SHIPMENT_STATUSES = frozenset({"in_transit", "out_for_delivery", "delivered", "exception"})
+# Only money actually taken can be given back; an authorised payment is voided instead.
+REFUNDABLE_PAYMENT_STATUSES = frozenset({"captured", "completed", "partially_refunded"})
+# Refunds return what was paid: an order-level discount is shared across its lines by value.
+REFUND_DISCOUNT_PRORATED = True
+# A refund for these reasons is approved at once (up to the approval limit); others wait for review.
+REFUND_APPROVED_AT_ONCE_REASONS = frozenset({"defective"})
+# Warranty claims for these causes need the part inspected before a decision.
+WARRANTY_INSPECTION_CATEGORIES = frozenset({"unknown"})
+# Which department receives each type of escalation.
+ESCALATION_DESTINATIONS = {
+    "product_specialist": "product_management",
+    "technical": "engineering",
+    "policy_exception": "support",  # a team lead approves exceptions and refunds over the limit
+}
+# A build's parts may change only before it is ordered.
+BUILD_EDITABLE_STATUSES = frozenset({"draft", "saved"})
+
+
+@dataclass(frozen=True)
+class Coupon:
+    """A coupon code: percent or amount off merchandise, or free ground shipping."""
+
+    code: str
+    kind: str  # "percent", "amount" or "free_shipping"
+    value: Decimal
+    description: str
+    min_merchandise: Decimal = Decimal("0.00")
+    valid_from: date | None = None
+    valid_until: date | None = None
+    first_order_only: bool = False
+
+
+# One coupon per order; it applies after the loyalty discount, to merchandise only.
+COUPONS_PER_ORDER = 1
+COUPONS: dict[str, Coupon] = {
+    c.code: c
+    for c in (
+        Coupon("WELCOME10", "percent", Decimal("10"), "10% off a customer's first order", first_order_only=True),
+        Coupon("SAVE25", "amount", Decimal("25.00"), "$25 off orders of $200 or more", Decimal("200.00")),
+        Coupon("BUILD50", "amount", Decimal("50.00"), "$50 off orders of $1,000 or more", Decimal("1000.00")),
+        Coupon("FREESHIP", "free_shipping", Decimal("0"), "free ground shipping on any order"),
+        Coupon(
+            "SUMMER15",
+            "percent",
+            Decimal("15"),
+            "15% off, summer sale",
+            valid_from=date(2025, 6, 1),
+            valid_until=date(2025, 8, 31),
+        ),
+    )
 }

@@ -5,12 +5,22 @@ from __future__ import annotations
 from django.urls import NoReverseMatch, reverse
 
 from world_app.clock import world_now
-from world_app.models import ENTITY_MODELS, WorldSnapshot
+from world_app.models import ENTITY_MODELS, WORLD_MODELS, WorldSnapshot
+
+
+def entity_type_name(model) -> str:
+    """The paper's name of an entity type: SupportTicket -> support_ticket."""
+    return "".join(f"_{c.lower()}" if c.isupper() and i else c.lower() for i, c in enumerate(model.__name__))
 
 
 def world_counts() -> dict[str, int]:
     """Rows per entity type, keyed by the paper's names (customer, order, support_ticket, ...)."""
-    return {model._meta.model_name: model.objects.count() for model in ENTITY_MODELS}
+    return {entity_type_name(model): model.objects.count() for model in ENTITY_MODELS}
+
+
+def world_child_counts() -> dict[str, int]:
+    """Rows of the world's other tables (line items, build parts, messages...), keyed the same way."""
+    return {entity_type_name(model): model.objects.count() for model in WORLD_MODELS if model not in ENTITY_MODELS}
 
 
 def world_overview() -> dict:

@@ -43,6 +43,7 @@ from world_app.models.support import (
     TicketStatus,
     TicketType,
 )
+from world_app.models.warranty import DefectCategory, WarrantyClaim, WarrantyClaimStatus, WarrantyRemedy
 
 # The 14 entity types of the paper's world, in an order where every reference points backwards.
 ENTITY_MODELS = (
@@ -81,6 +82,7 @@ WORLD_MODELS = (
     TicketMessage,
     Resolution,
     Escalation,
+    WarrantyClaim,
 )
 
 __all__ = [
@@ -95,6 +97,7 @@ __all__ = [
     "Channel",
     "CompatibilityRule",
     "Customer",
+    "DefectCategory",
     "Department",
     "Employee",
     "Episode",
@@ -128,5 +131,8 @@ __all__ = [
     "TicketMessage",
     "TicketStatus",
     "TicketType",
+    "WarrantyClaim",
+    "WarrantyClaimStatus",
+    "WarrantyRemedy",
     "WorldSnapshot",
 ]

@@ -8,7 +8,7 @@ from django.db import models
 
 from world_app.models.base import Timestamped, WorldEntity, money_field
 from world_app.models.catalog import Product
-from world_app.models.people import Customer, validate_address
+from world_app.models.people import Customer, address_errors
 
 
 class Build(WorldEntity, Timestamped):
@@ -97,15 +97,26 @@ class Order(WorldEntity, Timestamped):
         ]
 
     def clean(self) -> None:
-        if self.shipping_address:
-            validate_address(self.shipping_address, field="shipping_address")
+        errors: dict[str, str | list[str]] = {}
+        if self.shipping_address is not None:
+            if isinstance(self.shipping_address, dict):
+                shipping_errors = address_errors(self.shipping_address)
+                if shipping_errors:
+                    errors["shipping_address"] = shipping_errors
+            else:
+                errors["shipping_address"] = "must be one address object, or empty"
         if self.build_id and self.customer_id and self.build.customer_id != self.customer_id:
-            raise ValidationError({"build": "belongs to another customer"})
-        expected = self.subtotal - self.discount_total + self.shipping_cost + self.tax_total
-        if self.total != expected:
-            raise ValidationError({"total": f"must equal subtotal - discount + shipping + tax = {expected}"})
-        if self.discount_total > self.subtotal:
-            raise ValidationError({"discount_total": "exceeds the subtotal"})
+            errors["build"] = "belongs to another customer"
+        amounts = (self.subtotal, self.discount_total, self.shipping_cost, self.tax_total, self.total)
+        # A missing amount is reported by its own field; the sums are only checked on complete figures.
+        if all(a is not None for a in amounts):
+            expected = self.subtotal - self.discount_total + self.shipping_cost + self.tax_total
+            if self.total != expected:
+                errors["total"] = f"must equal subtotal - discount + shipping + tax = {expected}"
+            if self.discount_total > self.subtotal:
+                errors["discount_total"] = "exceeds the subtotal"
+        if errors:
+            raise ValidationError(errors)
 
 
 class OrderLineItem(WorldEntity):
@@ -197,6 +208,8 @@ class Shipment(WorldEntity, Timestamped):
             raise ValidationError({"delivered_at": "is before the shipment left"})
         if self.status == ShipmentStatus.DELIVERED and not self.delivered_at:
             raise ValidationError({"delivered_at": "a delivered shipment needs its delivery time"})
+        if not isinstance(self.events, list) or not all(isinstance(e, dict) for e in self.events):
+            raise ValidationError({"events": "must be a list of scan event objects"})
 
 
 class RefundReason(models.TextChoices):
@@ -231,10 +244,14 @@ class Refund(WorldEntity, Timestamped):
         ordering = ["id"]
 
     def clean(self) -> None:
+        if self.line_items is not None:
+            self._clean_line_items()
         if not self.payment_id or self.amount is None:
             return
         if self.amount <= 0:
             raise ValidationError({"amount": "must be positive"})
+        if self.restocking_fee is not None and self.restocking_fee > self.amount:
+            raise ValidationError({"restocking_fee": "exceeds the refund amount"})
         others = Refund.objects.using(self._state.db or "default").filter(payment_id=self.payment_id).exclude(
             pk=self.pk
         ).exclude(status=RefundStatus.REJECTED).aggregate(s=models.Sum("amount"))["s"] or Decimal("0")
@@ -242,3 +259,36 @@ class Refund(WorldEntity, Timestamped):
             raise ValidationError(
                 {"amount": f"refunds would total {others + self.amount}, more than the {self.payment.amount} paid"}
             )
+
+    def _clean_line_items(self) -> None:
+        """``line_items`` is a list of {line_item_id, quantity} naming lines of the paid order, each at most once."""
+        shape_error = 'must be a list like [{"line_item_id": "li-...", "quantity": 1}]'
+        if not isinstance(self.line_items, list):
+            raise ValidationError({"line_items": shape_error})
+        wanted: dict[str, int] = {}
+        for entry in self.line_items:
+            if (
+                not isinstance(entry, dict)
+                or not {"line_item_id", "quantity"} <= set(entry)
+                or not isinstance(entry["line_item_id"], str)
+                or not isinstance(entry["quantity"], int)
+                or isinstance(entry["quantity"], bool)
+                or entry["quantity"] < 1
+            ):
+                raise ValidationError({"line_items": shape_error + " with quantities of at least 1"})
+            if entry["line_item_id"] in wanted:
+                raise ValidationError({"line_items": f"{entry['line_item_id']} is listed twice"})
+            wanted[entry["line_item_id"]] = entry["quantity"]
+        if not wanted or not self.payment_id:
+            return
+        lines = dict(
+            OrderLineItem.objects.using(self._state.db or "default")
+            .filter(order_id=self.payment.order_id, pk__in=wanted)
+            .values_list("pk", "quantity")
+        )
+        missing = sorted(set(wanted) - set(lines))
+        if missing:
+            raise ValidationError({"line_items": f"not lines of order {self.payment.order_id}: {', '.join(missing)}"})
+        over = sorted(pk for pk, qty in wanted.items() if qty > lines[pk])
+        if over:
+            raise ValidationError({"line_items": f"more units than were ordered on {', '.join(over)}"})

@@ -29,18 +29,28 @@ class Address(BaseModel):
     country: str = Field(default="US", min_length=2, max_length=2)
 
 
-def validate_address(value: dict, *, field: str = "address") -> None:
+def address_errors(value) -> list[str]:
+    """What is wrong with one address, one message per bad field; empty when it is valid."""
     try:
         Address.model_validate(value)
     except PydanticValidationError as exc:
-        raise ValidationError({field: [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]}) from None
+        return [f"{'.'.join(map(str, e['loc'])) or 'address'}: {e['msg']}" for e in exc.errors()]
+    return []
+
+
+def validate_address(value: dict, *, field: str = "address") -> None:
+    errors = address_errors(value)
+    if errors:
+        raise ValidationError({field: errors})
 
 
 def validate_addresses(value: list) -> None:
+    # A field validator must raise a list of messages (a dict error would crash the model's clean_fields).
     if not isinstance(value, list):
         raise ValidationError("addresses must be a list of address objects")
-    for item in value:
-        validate_address(item, field="addresses")
+    errors = [f"address {i + 1}: {msg}" for i, item in enumerate(value) for msg in address_errors(item)]
+    if errors:
+        raise ValidationError(errors)
 
 
 class Customer(WorldEntity, Timestamped):
@@ -108,11 +118,11 @@ EMPLOYEE_PERMISSIONS = (
 
 
 def validate_permissions(value: list) -> None:
-    if not isinstance(value, list):
-        raise ValidationError("permissions must be a list")
+    if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
+        raise ValidationError("permissions must be a list of permission names")
     unknown = sorted(set(value) - set(EMPLOYEE_PERMISSIONS))
     if unknown:
-        raise ValidationError(f"unknown permissions: {', '.join(unknown)}")
+        raise ValidationError(f"unknown permissions: {', '.join(unknown)} (known: {', '.join(EMPLOYEE_PERMISSIONS)})")
 
 
 class Employee(WorldEntity, Timestamped):

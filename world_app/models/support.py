@@ -68,12 +68,17 @@ class SupportTicket(WorldEntity, Timestamped):
         return f"{self.id} {self.subject}"
 
     def clean(self) -> None:
+        errors: dict[str, str] = {}
         if self.order_id and self.customer_id and self.order.customer_id != self.customer_id:
-            raise ValidationError({"order": "belongs to another customer"})
+            errors["order"] = "belongs to another customer"
         if self.build_id and self.customer_id and self.build.customer_id != self.customer_id:
-            raise ValidationError({"build": "belongs to another customer"})
+            errors["build"] = "belongs to another customer"
         if self.status in {TicketStatus.RESOLVED, TicketStatus.CLOSED} and not self.assignee_id:
-            raise ValidationError({"assignee": "a resolved or closed ticket needs an assignee"})
+            errors["assignee"] = "a resolved or closed ticket needs an assignee"
+        if self.resolved_at and self.created_at and self.resolved_at < self.created_at:
+            errors["resolved_at"] = "is before the ticket was opened"
+        if errors:
+            raise ValidationError(errors)
 
 
 class TicketMessage(WorldEntity):
@@ -97,6 +102,10 @@ class TicketMessage(WorldEntity):
     def clean(self) -> None:
         if self.author_kind == self.Author.EMPLOYEE and not self.employee_id:
             raise ValidationError({"employee": "an employee message names its employee"})
+        if self.author_kind != self.Author.EMPLOYEE and self.employee_id:
+            raise ValidationError({"employee": f"a {self.author_kind} message has no employee author"})
+        if self.sent_at and self.ticket_id and self.sent_at < self.ticket.created_at:
+            raise ValidationError({"sent_at": "is before the ticket was opened"})
 
 
 class ResolutionOutcome(models.TextChoices):

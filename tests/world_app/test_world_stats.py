@@ -1,0 +1,87 @@
+"""The seed_world and world_stats commands."""
+
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from world_app.checksum import world_content_checksum
+from world_app.generator import WorldManifest
+from world_app.models import Customer, Order
+from world_app.selectors import world_counts
+
+pytestmark = pytest.mark.django_db
+
+ENTITY_TYPES = {
+    "customer",
+    "employee",
+    "product",
+    "order",
+    "payment",
+    "shipment",
+    "refund",
+    "support_ticket",
+    "resolution",
+    "escalation",
+    "knowledge_base_article",
+    "build",
+    "bundle",
+    "compatibility_rule",
+}
+
+
+def run(*args) -> str:
+    out = StringIO()
+    call_command(*args, stdout=out)
+    return out.getvalue()
+
+
+def test_world_stats_json_prints_counts_total_and_checksum(seeded_world):
+    stats = json.loads(run("world_stats", "--json"))
+    assert set(stats["counts"]) == ENTITY_TYPES
+    assert stats["counts"] == seeded_world.counts == world_counts()
+    assert stats["total"] == sum(stats["counts"].values()) >= 2500
+    assert stats["checksum"] == seeded_world.checksum == world_content_checksum()
+    assert stats["child_counts"]["order_line_item"] == seeded_world.child_counts["order_line_item"] > 0
+    assert stats["child_counts"]["ticket_message"] > 0
+
+
+def test_world_stats_reads_as_a_table_without_json(seeded_world):
+    text = run("world_stats")
+    assert "support_ticket" in text and f"{seeded_world.total:,}" in text and seeded_world.checksum in text
+
+
+def test_the_checksum_changes_with_the_content(seeded_world):
+    Customer.objects.filter(pk="cus-00001").update(notes="edited by an expert")
+    assert json.loads(run("world_stats", "--json"))["checksum"] != seeded_world.checksum
+
+
+def test_seed_world_refuses_to_seed_over_a_world(seeded_world):
+    with pytest.raises(CommandError, match="--reset"):
+        run("seed_world", "--seed", "7")
+    assert world_content_checksum() == seeded_world.checksum
+
+
+def test_seed_world_if_empty_keeps_the_existing_world(seeded_world):
+    assert "nothing done" in run("seed_world", "--seed", "8", "--if-empty")
+    assert world_content_checksum() == seeded_world.checksum
+
+
+def test_seed_world_reset_replaces_the_world_and_writes_the_manifest(seeded_world, tmp_path):
+    path = tmp_path / "manifest.json"
+    text = run("seed_world", "--seed", "5", "--scale", "0.2", "--reset", "--manifest", str(path))
+    manifest = WorldManifest.from_dict(json.loads(path.read_text()))
+    assert manifest.seed == 5 and manifest.scale == 0.2
+    assert manifest.checksum == world_content_checksum() != seeded_world.checksum
+    assert manifest.checksum in text and "Seeded world" in text
+    assert manifest.counts == world_counts()
+    assert Order.objects.count() == manifest.counts["order"] < seeded_world.counts["order"]
+
+
+def test_seed_world_rejects_a_bad_scale_or_mess_rate(seeded_world):
+    with pytest.raises(CommandError, match="scale"):
+        run("seed_world", "--reset", "--scale", "0")
+    with pytest.raises(CommandError, match="mess rate"):
+        run("seed_world", "--reset", "--mess-rate", "0.9")
+    assert world_content_checksum() == seeded_world.checksum
