@@ -7,14 +7,18 @@ it was published with; an episode uses its snapshot's.
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from datetime import datetime, tzinfo
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
 
+# Set by the episode engine while code runs inside an episode: the "now" of the episode's snapshot.
+episode_now: ContextVar[datetime | None] = ContextVar("episode_now", default=None)
+
 
 def world_now() -> datetime:
-    return settings.WORLD_NOW
+    return episode_now.get() or settings.WORLD_NOW
 
 
 def world_zone() -> tzinfo:

@@ -1,0 +1,39 @@
+"""Episodes: private, persistent worlds made from a snapshot (see ``engine`` and docs/adr/0001)."""
+
+from world_app.episodes.engine import (
+    episode_close,
+    episode_create,
+    episode_diff,
+    episode_state_checksum,
+    episode_state_from_log,
+    episode_step,
+    episode_world,
+    episodes_close_idle,
+    episodes_purge_closed,
+)
+from world_app.episodes.errors import (
+    EpisodeClosed,
+    EpisodeError,
+    EpisodeNotFound,
+    EpisodeStepAborted,
+    SnapshotIntegrityError,
+    SnapshotNotPublished,
+)
+
+__all__ = [
+    "EpisodeClosed",
+    "EpisodeError",
+    "EpisodeNotFound",
+    "EpisodeStepAborted",
+    "SnapshotIntegrityError",
+    "SnapshotNotPublished",
+    "episode_close",
+    "episode_create",
+    "episode_diff",
+    "episode_state_checksum",
+    "episode_state_from_log",
+    "episode_step",
+    "episode_world",
+    "episodes_close_idle",
+    "episodes_purge_closed",
+]

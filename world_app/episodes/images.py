@@ -1,0 +1,67 @@
+"""Snapshot images as this process holds them: decompressed, verified, shared by every episode (immutable)."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import zlib
+from collections import OrderedDict
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import DEFAULT_DB_ALIAS
+
+from world_app.episodes.errors import SnapshotIntegrityError
+from world_app.episodes.shared_image import SharedImage
+from world_app.episodes.world_db import current_schema_fingerprint
+from world_app.models import WorldSnapshot
+
+# Snapshots a process serves at once are few (a release pins a handful); each costs one image in memory.
+IMAGE_CACHE_SIZE = 4
+
+
+@dataclass(frozen=True)
+class SnapshotImage:
+    snapshot_id: int
+    version: int
+    image: SharedImage
+    world_now: datetime
+    content_checksum: str
+
+
+_lock = threading.Lock()
+_images: OrderedDict[int, SnapshotImage] = OrderedDict()
+
+
+def snapshot_image(snapshot_id: int) -> SnapshotImage:
+    with _lock:
+        found = _images.get(snapshot_id)
+        if found is not None:
+            _images.move_to_end(snapshot_id)
+            return found
+    version, compressed, sha256, fingerprint, now, checksum = (
+        WorldSnapshot.objects.using(DEFAULT_DB_ALIAS)
+        .values_list("version", "image", "image_sha256", "schema_fingerprint", "world_now", "content_checksum")
+        .get(pk=snapshot_id)
+    )
+    image = zlib.decompress(bytes(compressed))
+    if hashlib.sha256(image).hexdigest() != sha256:
+        raise SnapshotIntegrityError(f"world v{version}: the stored image does not match its sha256")
+    if fingerprint != current_schema_fingerprint():
+        raise SnapshotIntegrityError(
+            f"world v{version} was published with other world models than this code's: publish a new snapshot"
+        )
+    loaded = SnapshotImage(
+        snapshot_id=snapshot_id, version=version, image=SharedImage(image), world_now=now, content_checksum=checksum
+    )
+    with _lock:
+        loaded = _images.setdefault(snapshot_id, loaded)  # another thread may have loaded it meanwhile
+        while len(_images) > IMAGE_CACHE_SIZE:
+            # Episodes still mapping an evicted image keep its memory until they close.
+            _images.popitem(last=False)
+    return loaded
+
+
+def snapshot_images_clear() -> None:
+    with _lock:
+        _images.clear()
