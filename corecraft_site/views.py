@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -11,7 +12,8 @@ from world_app.selectors import world_overview
 
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "home.html", {"roles": sorted(user_roles(request.user)), **world_overview()})
+    context = {"roles": sorted(user_roles(request.user)), "world_time_zone": settings.WORLD_TIME_ZONE}
+    return render(request, "home.html", {**context, **world_overview()})
 
 
 def healthz(request: HttpRequest) -> JsonResponse:
