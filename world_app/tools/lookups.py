@@ -1,0 +1,55 @@
+"""Fetch one record by id for a tool, or refuse with ``not_found`` naming the argument at fault."""
+
+from __future__ import annotations
+
+from django.db.models import Model
+
+from world_app.models import Customer, Employee, Order, OrderLineItem, Product, SupportTicket
+from world_app.tools.results import ErrorCode, ToolError, not_found
+
+ENTITY_NAMES = {
+    Customer: "customer",
+    Employee: "employee",
+    Order: "order",
+    OrderLineItem: "order line item",
+    Product: "product",
+    SupportTicket: "support ticket",
+}
+
+
+def fetch(model: type[Model], entity_id: str, *, field: str, related: tuple[str, ...] = ()) -> Model:
+    queryset = model.objects.select_related(*related) if related else model.objects
+    found = queryset.filter(pk=entity_id).first()
+    if found is None:
+        raise not_found(ENTITY_NAMES.get(model, model._meta.verbose_name), entity_id, field=field)
+    return found
+
+
+def resolve_line(*, line_item_id: str | None, order_id: str | None, product_id: str | None) -> OrderLineItem:
+    """An order line named by its id, or by its order and product (refused when that is ambiguous)."""
+    related = ("order", "order__customer", "product")
+    if line_item_id:
+        line = fetch(OrderLineItem, line_item_id, field="line_item_id", related=related)
+        if order_id and line.order_id != order_id:
+            raise ToolError(
+                ErrorCode.INVALID_ARGUMENTS,
+                f"line item {line.id} belongs to order {line.order_id}, not {order_id}",
+                field="order_id",
+            )
+        return line
+    fetch(Order, order_id, field="order_id")
+    lines = list(
+        OrderLineItem.objects.select_related(*related).filter(order_id=order_id, product_id=product_id).order_by("id")
+    )
+    if not lines:
+        raise ToolError(
+            ErrorCode.NOT_FOUND, f"order {order_id} has no line for product {product_id}", field="product_id"
+        )
+    if len(lines) > 1:
+        raise ToolError(
+            ErrorCode.INVALID_ARGUMENTS,
+            f"order {order_id} has {len(lines)} lines for product {product_id} "
+            f"({', '.join(li.id for li in lines)}): pass line_item_id",
+            field="line_item_id",
+        )
+    return lines[0]

@@ -1,0 +1,298 @@
+"""The one registry of agent tools, and the ways to call them.
+
+A tool is a plain function over the world's ORM that takes its validated Pydantic parameters and returns
+JSON. The registry gives each tool its JSON Schema (OpenAI and MCP formats) and runs it so that nothing but a
+result ever reaches the agent: bad arguments, refusals and crashes all come back as ``{"error": {...}}``.
+
+- ``invoke_tool(name, arguments)`` runs a tool against whatever world the router points at (the live world
+  outside an episode).
+- ``call_tool(episode, name, arguments)`` runs it inside an episode and appends the call to its log.
+The HTTP API and the MCP server are thin layers over ``tool_schemas`` and ``call_tool``.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import inspect
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, Literal
+
+from django.core.exceptions import ImproperlyConfigured
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import router, transaction
+from pydantic import ValidationError
+from pydantic.json_schema import GenerateJsonSchema
+
+from world_app.tools.params import ToolParams
+from world_app.tools.results import ErrorCode, ToolError, error_result
+
+logger = logging.getLogger(__name__)
+
+GROUPS = ("search", "read", "compute", "write")
+ToolGroup = Literal["search", "read", "compute", "write"]
+SchemaFormat = Literal["registry", "openai", "mcp"]
+# Importing a family module registers its tools; the order here is the order of the list.
+FAMILY_MODULES = (
+    "world_app.tools.search",
+    "world_app.tools.read",
+    "world_app.tools.compute",
+    "world_app.tools.write_commerce",
+    "world_app.tools.write_support",
+    "world_app.tools.write_builds",
+)
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    group: str
+    description: str
+    params: type[ToolParams]
+    fn: Callable[[Any], dict]
+
+    def input_schema(self) -> dict:
+        # Built once per tool; callers get their own copy to change as they like.
+        return copy.deepcopy(params_schema(self.params))
+
+    @property
+    def summary(self) -> str:
+        """The description's first paragraph, on one line."""
+        return " ".join(self.description.split("\n\n", 1)[0].split())
+
+    def as_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "group": self.group,
+            "description": self.description,
+            "input_schema": self.input_schema(),
+        }
+
+    def openai_schema(self) -> dict:
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.input_schema()},
+        }
+
+    def mcp_schema(self) -> dict:
+        return {"name": self.name, "description": self.description, "inputSchema": self.input_schema()}
+
+
+_REGISTRY: dict[str, Tool] = {}
+
+
+def tool(*, group: ToolGroup, params: type[ToolParams]) -> Callable:
+    """Register ``fn(params) -> dict`` as a tool named after the function, described by its docstring."""
+    if group not in GROUPS:
+        raise ImproperlyConfigured(f"unknown tool group {group!r}")
+
+    def register(fn: Callable[[Any], dict]) -> Callable[[Any], dict]:
+        description = _with_policy_numbers(inspect.cleandoc(fn.__doc__ or ""), fn.__name__)
+        if not description:
+            raise ImproperlyConfigured(f"tool {fn.__name__} needs a docstring: it is the description the model reads")
+        if fn.__name__ in _REGISTRY:
+            raise ImproperlyConfigured(f"tool {fn.__name__} is registered twice")
+        _REGISTRY[fn.__name__] = Tool(name=fn.__name__, group=group, description=description, params=params, fn=fn)
+        return fn
+
+    return register
+
+
+def _with_policy_numbers(text: str, name: str) -> str:
+    """Fill ``{RETURN_WINDOW_DAYS}``-style placeholders from ``world_app.policies``: one source for every number."""
+    from world_app import policies
+
+    numbers = {key: value for key, value in vars(policies).items() if key.isupper()}
+    try:
+        return text.format_map(numbers)
+    except (KeyError, IndexError, ValueError) as exc:
+        raise ImproperlyConfigured(f"tool {name}: bad policy placeholder in its description: {exc}") from None
+
+
+def _load_families() -> None:
+    for module in FAMILY_MODULES:
+        importlib.import_module(module)
+
+
+def all_tools() -> list[Tool]:
+    """Every tool, by group (search, read, compute, write) and then in the order its module defines them."""
+    _load_families()
+    return sorted(_REGISTRY.values(), key=lambda t: GROUPS.index(t.group))
+
+
+def get_tool(name: str) -> Tool | None:
+    _load_families()
+    return _REGISTRY.get(name)
+
+
+def tool_schemas(format: SchemaFormat = "openai") -> list[dict]:
+    """The tool list as an LLM API wants it (OpenAI ``tools`` or MCP ``tools/list`` entries), or as the registry
+    lists it (name, group, description, input_schema)."""
+    if format == "registry":
+        return [t.as_dict() for t in all_tools()]
+    if format == "openai":
+        return [t.openai_schema() for t in all_tools()]
+    if format == "mcp":
+        return [t.mcp_schema() for t in all_tools()]
+    raise ValueError(f"unknown schema format {format!r} (registry, openai or mcp)")
+
+
+class _ToolJsonSchema(GenerateJsonSchema):
+    """Schemas a model reads easily: no titles, and an optional field is just its type (not "X or null")."""
+
+    def field_title_should_be_set(self, schema) -> bool:
+        return False
+
+    def nullable_schema(self, schema):
+        return self.generate_inner(schema["schema"])
+
+
+@cache
+def params_schema(params: type[ToolParams]) -> dict:
+    raw = params.model_json_schema(schema_generator=_ToolJsonSchema)
+    defs = raw.pop("$defs", {})
+    schema = _inline(raw, defs)
+    schema.pop("description", None)  # the params class docstring is for developers; the tool has its own
+    schema = _drop_titles(schema)
+    properties = schema.setdefault("properties", {})
+    # Paging arguments come last: the filters are what a model reads first.
+    for name in ("offset", "limit"):
+        if name in properties:
+            properties[name] = properties.pop(name)
+    schema["additionalProperties"] = False
+    return schema
+
+
+def _inline(node: Any, defs: dict) -> Any:
+    if isinstance(node, list):
+        return [_inline(n, defs) for n in node]
+    if not isinstance(node, dict):
+        return node
+    if "$ref" in node:
+        target = defs[node["$ref"].rsplit("/", 1)[-1]]
+        merged = {**_inline(target, defs), **{k: v for k, v in node.items() if k != "$ref"}}
+        return merged
+    return {k: _inline(v, defs) for k, v in node.items()}
+
+
+def _drop_titles(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_drop_titles(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    out = {}
+    for key, value in node.items():
+        if key == "title" or (key == "default" and value is None):
+            continue
+        if key == "properties":
+            out[key] = {name: _drop_titles(sub) for name, sub in value.items()}
+        else:
+            out[key] = _drop_titles(value)
+    return out
+
+
+def invoke_tool(name: str, arguments: Any) -> dict:
+    """Validate ``arguments`` and run tool ``name`` on the world the router points at; never raises."""
+    found = get_tool(name)
+    if found is None:
+        known = [t.name for t in all_tools()]
+        return error_result(
+            ErrorCode.UNKNOWN_TOOL,
+            f"there is no tool named {name!r}; the tools are: {', '.join(known)}",
+            field="name",
+        )
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        return error_result(
+            ErrorCode.INVALID_ARGUMENTS, "arguments must be a JSON object of named arguments", field="arguments"
+        )
+    try:
+        params = found.params.model_validate(arguments)
+    except ValidationError as exc:
+        return validation_error_result(found, exc)
+    return execute_tool(found, params)
+
+
+def execute_tool(found: Tool, params: ToolParams) -> dict:
+    """Run a tool in a transaction of the world's database: a refusal or a crash leaves no write behind."""
+    from world_app.models import Order
+
+    alias = router.db_for_write(Order)
+    try:
+        with transaction.atomic(using=alias):
+            return found.fn(params)
+    except ToolError as refusal:
+        return refusal.result
+    except Exception:
+        # Whatever went wrong, the agent gets a result, never a traceback; the server log keeps the traceback.
+        logger.exception("tool %s failed with arguments %s", found.name, params.model_dump(mode="json"))
+        return error_result(
+            ErrorCode.INTERNAL_ERROR,
+            f"{found.name} failed unexpectedly and changed nothing; try again or use another tool",
+        )
+
+
+def validation_error_result(found: Tool, exc: ValidationError) -> dict:
+    details = []
+    for err in exc.errors(include_url=False):
+        field = _field_path(err["loc"])
+        reason = _reason(found, err, top_level=len(err["loc"]) == 1)
+        details.append({"field": field, "reason": reason} if field else {"reason": reason})
+    summary = "; ".join(f"{d['field']}: {d['reason']}" if "field" in d else d["reason"] for d in details)
+    fields = {d.get("field") for d in details}
+    single_field = next(iter(fields)) if len(fields) == 1 else None
+    return error_result(
+        ErrorCode.INVALID_ARGUMENTS,
+        f"invalid arguments for {found.name}: {summary}",
+        field=single_field,
+        details=details,
+    )
+
+
+def _field_path(loc: tuple) -> str:
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else str(part)
+    return path
+
+
+def _reason(found: Tool, err: dict, *, top_level: bool) -> str:
+    kind = err["type"]
+    if kind == "missing":
+        return "required"
+    if kind == "extra_forbidden":
+        if top_level:
+            return f"unknown argument; {found.name} takes: {', '.join(found.params.model_fields)}"
+        return "unknown argument"
+    message = err["msg"]
+    for prefix in ("Value error, ", "Assertion failed, "):
+        message = message.removeprefix(prefix)
+    return message
+
+
+def call_tool(episode, name: str, arguments: Any) -> dict:
+    """Run tool ``name`` inside ``episode`` (its private world) and append the call to the episode's log.
+
+    Returns the tool's result, an error result included. Raises ``EpisodeClosed`` for a closed episode: that
+    is the caller's mistake, not the agent's.
+    """
+    from world_app.episodes import episode_step
+
+    logged = arguments if arguments is not None else {}
+    try:
+        # Python callers may pass Decimals or dates: the log stores what the tool saw, as JSON.
+        logged = json.loads(json.dumps(logged, cls=DjangoJSONEncoder))
+    except (TypeError, ValueError):
+        refusal = error_result(ErrorCode.INVALID_ARGUMENTS, "arguments must be JSON values", field="arguments")
+        step = episode_step(episode=episode, name=name, arguments={"unreadable": repr(arguments)}, fn=lambda: refusal)
+        return step.result
+    step = episode_step(episode=episode, name=name, arguments=logged, fn=lambda: invoke_tool(name, logged))
+    return step.result

@@ -1,0 +1,401 @@
+"""Write tools on orders and money: refunds and order status, by the policies and the order state machine.
+
+A refusal names the rule and the numbers, and writes nothing.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from world_app import clock
+from world_app.models import (
+    Order,
+    OrderStatus,
+    Payment,
+    PaymentStatus,
+    Refund,
+    RefundReason,
+    RefundStatus,
+    Shipment,
+)
+from world_app.policies import (
+    CANCELLABLE_ORDER_STATUSES,
+    ORDER_TRANSITIONS,
+    PRICE_MATCH_WINDOW_DAYS,
+    REFUND_APPROVAL_LIMIT,
+    REFUND_APPROVED_AT_ONCE_REASONS,
+    REFUNDABLE_PAYMENT_STATUSES,
+    SHIPPED_SHIPMENT_STATUSES,
+)
+from world_app.tools.coverage import delivered_at, return_window, warranty_coverage
+from world_app.tools.ids import new_id
+from world_app.tools.ledger import ZERO, OrderLedger, order_ledger
+from world_app.tools.lookups import fetch
+from world_app.tools.params import EntityId, LineQuantity, Money, ToolParams
+from world_app.tools.pricing import RefundLine, lines_to_refund, refund_breakdown, refund_lines
+from world_app.tools.records import order_summary, payment_record, refund_record
+from world_app.tools.registry import tool
+from world_app.tools.results import ErrorCode, ToolError, local_date, money, world_today
+
+# Reasons that send goods back: they refund specific units (lines), never a free amount.
+RETURN_REASONS = frozenset({RefundReason.CUSTOMER_REMORSE, RefundReason.DEFECTIVE, RefundReason.INCOMPATIBLE})
+
+
+class CreateRefundParams(ToolParams):
+    order_id: EntityId | None = Field(None, description="The order to refund. Give this, payment_id, or both.")
+    payment_id: EntityId | None = Field(
+        None, description="The payment to refund; by default the order's first captured payment with enough left."
+    )
+    reason: Literal[tuple(RefundReason.values)] = Field(
+        description="customer_remorse, defective, incompatible (returns: give lines); price_match (give amount); "
+        "shipping_issue or other (lines or amount)."
+    )
+    lines: list[LineQuantity] = Field(
+        default_factory=list, max_length=50, description="Returned units per order line; the refund is computed."
+    )
+    opened: bool | None = Field(
+        None, description="With lines: whether the items were opened (opened, non-defective items pay a fee)."
+    )
+    amount: Money | None = Field(
+        None, description="A refund not tied to returned units: a price-match difference or a goodwill amount."
+    )
+    notes: str = Field("", max_length=2000, description="Why, in a sentence: stored with the refund.")
+
+    @model_validator(mode="after")
+    def _lines_or_amount(self) -> CreateRefundParams:
+        if not self.order_id and not self.payment_id:
+            raise ValueError("give order_id or payment_id")
+        if self.lines and self.amount is not None:
+            raise ValueError("give lines (returned units) or amount, not both")
+        if self.reason in RETURN_REASONS and not self.lines:
+            raise ValueError(f"a {self.reason} refund returns goods: list the returned units in lines")
+        if self.reason == RefundReason.PRICE_MATCH and self.amount is None:
+            raise ValueError("a price_match refund is the price difference: give amount")
+        if not self.lines and self.amount is None:
+            raise ValueError("give lines (returned units) or amount")
+        if self.lines and self.opened is None:
+            raise ValueError("with lines, say whether the items were opened (opened: true or false)")
+        if self.amount is not None and self.amount <= 0:
+            raise ValueError("amount must be more than 0")
+        return self
+
+
+@tool(group="write", params=CreateRefundParams)
+def create_refund(p: CreateRefundParams) -> dict:
+    """Refund a customer, enforcing the refund policy; the order and payment statuses follow.
+
+    Returns (lines + opened): refunds what was paid for the units, less a {RESTOCKING_FEE_PCT}% restocking fee
+    on opened, non-defective items (cables and accessories exempt); never shipping. Allowed within
+    {RETURN_WINDOW_DAYS} days of delivery; after that only defective items still under warranty. Price match: the
+    difference (amount), within {PRICE_MATCH_WINDOW_DAYS} days of the sale. A refund can never exceed what was
+    captured minus earlier refunds and shipping.
+    Defective refunds are approved at once; others stay pending until the goods are inspected; any refund over
+    ${REFUND_APPROVAL_LIMIT} stays pending until a team lead approves it (open a policy_exception escalation).
+    """
+    order, payment_given = _order_and_payment(p)
+    ledger = order_ledger(order)
+    _check_money_was_taken(ledger, payment_given)
+    shipments = list(Shipment.objects.filter(order=order).order_by("id"))
+    priced: list[RefundLine] = []
+    if p.lines:
+        chosen = lines_to_refund(order, p.lines, ledger.refunded_quantities())
+        _check_return_allowed(order, shipments, chosen, reason=p.reason)
+        priced = refund_lines(order, chosen, opened=bool(p.opened), reason=p.reason)
+        amount = sum((r.refund for r in priced), ZERO)
+        if amount <= 0:
+            raise ToolError(ErrorCode.POLICY_VIOLATION, "these units refund $0.00: nothing to refund", field="lines")
+    else:
+        amount = p.amount
+        if p.reason == RefundReason.PRICE_MATCH:
+            _check_price_match_window(order)
+    _check_order_ceiling(ledger, amount)
+    payment = _payment_for(ledger, payment_given, amount)
+
+    now = clock.world_now()
+    needs_approval = amount > REFUND_APPROVAL_LIMIT
+    approved = p.reason in REFUND_APPROVED_AT_ONCE_REASONS and not needs_approval
+    fee = sum((r.restocking_fee for r in priced), ZERO)
+    refund = Refund.objects.create(
+        id=new_id(Refund),
+        payment=payment,
+        amount=amount,
+        reason=p.reason,
+        status=RefundStatus.APPROVED if approved else RefundStatus.PENDING,
+        restocking_fee=fee,
+        line_items=[{"line_item_id": r.line.id, "quantity": r.quantity} for r in priced],
+        notes=p.notes,
+        created_at=now,
+        updated_at=now,
+    )
+    ledger.refunded_per_payment[payment.id] = ledger.refunded_per_payment.get(payment.id, ZERO) + amount
+    fully_refunded = ledger.refundable_remaining <= 0
+    payment.status = (
+        PaymentStatus.REFUNDED
+        if fully_refunded or ledger.payment_remaining(payment) <= 0
+        else PaymentStatus.PARTIALLY_REFUNDED
+    )
+    payment.updated_at = now
+    payment.save(update_fields=["status", "updated_at"])
+    previous_status = order.status
+    target = OrderStatus.REFUNDED if fully_refunded else OrderStatus.PARTIALLY_REFUNDED
+    next_steps = []
+    if target in ORDER_TRANSITIONS.get(order.status, frozenset()):
+        order.status = target
+        order.updated_at = now
+        order.save(update_fields=["status", "updated_at"])
+    elif order.status != target:
+        next_steps.append(
+            f"order {order.id} stays {order.status}: the order status machine has no {order.status} -> {target}"
+        )
+    if needs_approval:
+        next_steps.append(
+            f"${money(amount)} is over the ${REFUND_APPROVAL_LIMIT} refund approval limit: the refund stays pending "
+            "until a team lead approves it; open an escalation of type policy_exception on the customer's ticket"
+        )
+    elif not approved:
+        next_steps.append(f"{p.reason} refunds stay pending until the returned items are received and inspected")
+    result = {
+        "refund": refund_record(refund),
+        "order_id": order.id,
+        "order_status": order.status,
+        "previous_order_status": previous_status,
+        "payment": payment_record(payment, ledger.refunded_per_payment[payment.id]),
+        "requires_approval": needs_approval,
+        "refundable_remaining": money(ledger.refundable_remaining),
+        "next_steps": next_steps,
+    }
+    if priced:
+        breakdown = refund_breakdown(priced, opened=bool(p.opened), reason=p.reason)
+        result["breakdown"] = breakdown
+    return result
+
+
+def _order_and_payment(p: CreateRefundParams) -> tuple[Order, Payment | None]:
+    if p.payment_id:
+        payment = fetch(Payment, p.payment_id, field="payment_id", related=("order",))
+        if p.order_id and payment.order_id != p.order_id:
+            raise ToolError(
+                ErrorCode.INVALID_ARGUMENTS,
+                f"payment {payment.id} belongs to order {payment.order_id}, not {p.order_id}",
+                field="payment_id",
+            )
+        return payment.order, payment
+    return fetch(Order, p.order_id, field="order_id"), None
+
+
+def _check_return_allowed(order: Order, shipments: list[Shipment], chosen: list, *, reason: str) -> None:
+    delivered = delivered_at(shipments)
+    if delivered is None:
+        moving = [s for s in shipments if s.status in SHIPPED_SHIPMENT_STATUSES]
+        if moving and reason != RefundReason.SHIPPING_ISSUE:
+            shipment = moving[0]
+            raise ToolError(
+                ErrorCode.POLICY_VIOLATION,
+                f"order {order.id} has shipped (shipment {shipment.id} is {shipment.status}) but is not delivered: "
+                "a return starts after delivery; a lost or damaged shipment is a shipping_issue",
+                field="reason",
+            )
+        return  # never shipped: nothing to send back, the units are simply not sent
+    window = return_window(delivered)
+    if window.is_open:
+        return
+    if reason != RefundReason.DEFECTIVE:
+        raise ToolError(
+            ErrorCode.POLICY_VIOLATION,
+            f"{window.explain()}; after that the sale is final (only defective items under warranty are refunded)",
+            field="reason",
+        )
+    for line, _ in chosen:
+        coverage = warranty_coverage(delivered, line.product.warranty_months)
+        if not coverage.is_active:
+            raise ToolError(
+                ErrorCode.POLICY_VIOLATION,
+                f"{window.explain()}, and {line.product.name} ({line.id}) is out of warranty: {coverage.explain()}",
+                field="lines",
+            )
+
+
+def _check_price_match_window(order: Order) -> None:
+    sold_on = local_date(order.created_at)
+    days = (world_today() - sold_on).days
+    if days > PRICE_MATCH_WINDOW_DAYS:
+        last_day = sold_on + timedelta(days=PRICE_MATCH_WINDOW_DAYS)
+        raise ToolError(
+            ErrorCode.POLICY_VIOLATION,
+            f"order {order.id} was placed {sold_on.isoformat()}, {days} days ago; price match is within "
+            f"{PRICE_MATCH_WINDOW_DAYS} days of the sale (last day {last_day.isoformat()})",
+            field="reason",
+        )
+
+
+def _check_order_ceiling(ledger: OrderLedger, amount: Decimal) -> None:
+    if amount <= ledger.refundable_remaining:
+        return
+    order = ledger.order
+    raise ToolError(
+        ErrorCode.POLICY_VIOLATION,
+        f"a ${money(amount)} refund is more than order {order.id} allows: ${money(ledger.taken_total)} was paid, "
+        f"${money(order.shipping_cost)} of shipping is never refunded, ${money(ledger.refunded_total)} was "
+        f"refunded already, so at most ${money(ledger.refundable_remaining)} can still be refunded",
+        field="amount",
+    )
+
+
+def _check_money_was_taken(ledger: OrderLedger, given: Payment | None) -> None:
+    if given is not None:
+        _check_payment_refundable(given)
+        return
+    if not any(pay.status in REFUNDABLE_PAYMENT_STATUSES for pay in ledger.payments):
+        listed = ", ".join(f"{pay.id} ({pay.status})" for pay in ledger.payments) or "none"
+        raise ToolError(
+            ErrorCode.POLICY_VIOLATION,
+            f"order {ledger.order.id} has no captured payment to refund (payments: {listed}); an authorised payment "
+            "is voided by cancelling the order",
+            field="order_id",
+        )
+
+
+def _payment_for(ledger: OrderLedger, given: Payment | None, amount: Decimal) -> Payment:
+    if given is not None:
+        left = ledger.payment_remaining(given)
+        if amount > left:
+            raise ToolError(
+                ErrorCode.POLICY_VIOLATION,
+                f"payment {given.id} captured ${money(given.amount)} and has ${money(given.amount - left)} refunded "
+                f"already: at most ${money(left)} can be refunded on it, not ${money(amount)}",
+                field="payment_id",
+            )
+        return next(pay for pay in ledger.payments if pay.id == given.id)
+    refundable = [pay for pay in ledger.payments if pay.status in REFUNDABLE_PAYMENT_STATUSES]
+    for pay in refundable:
+        if ledger.payment_remaining(pay) >= amount:
+            return pay
+    raise ToolError(
+        ErrorCode.POLICY_VIOLATION,
+        f"no single payment of order {ledger.order.id} has ${money(amount)} left to refund: "
+        + ", ".join(f"{pay.id} has ${money(ledger.payment_remaining(pay))}" for pay in refundable)
+        + "; refund in parts, naming payment_id",
+        field="amount",
+    )
+
+
+def _check_payment_refundable(payment: Payment) -> None:
+    if payment.status in REFUNDABLE_PAYMENT_STATUSES:
+        return
+    why = {
+        PaymentStatus.PENDING: "it was never captured; cancelling the order voids it",
+        PaymentStatus.AUTHORIZED: "it was only authorised, never captured; cancelling the order voids it",
+        PaymentStatus.FAILED: "no money was taken",
+        PaymentStatus.VOIDED: "it was voided: no money was taken",
+        PaymentStatus.REFUNDED: "it is fully refunded already",
+        PaymentStatus.DISPUTED: "the customer disputed it with the bank: finance handles it (escalate)",
+    }.get(payment.status, "")
+    raise ToolError(
+        ErrorCode.POLICY_VIOLATION,
+        f"payment {payment.id} is {payment.status} and cannot be refunded: {why}",
+        field="payment_id",
+    )
+
+
+class UpdateOrderStatusParams(ToolParams):
+    order_id: EntityId = Field(description="The order to change.")
+    status: Literal[tuple(OrderStatus.values)] = Field(
+        description="The new status. Orders move: pending -> paid or cancelled; paid -> fulfilled, backorder or "
+        "cancelled; backorder -> paid, fulfilled or cancelled. Refund statuses are set by create_refund."
+    )
+    reason: str = Field("", max_length=500, description="Why: appended to the order's notes with the date.")
+
+
+@tool(group="write", params=UpdateOrderStatusParams)
+def update_order_status(p: UpdateOrderStatusParams) -> dict:
+    """Move an order to a new status along the order state machine (e.g. cancel it, mark it backordered).
+
+    Refused with the reason when the move is not allowed: an order whose shipment has left the warehouse (in
+    transit, out for delivery, delivered, carrier exception) cannot be cancelled, it must be returned; an order
+    becomes paid only with a captured payment and fulfilled only with a shipment. Cancelling voids authorised
+    payments; a captured payment must then be refunded with create_refund.
+    """
+    order = fetch(Order, p.order_id, field="order_id", related=("customer",))
+    current = order.status
+    if p.status == current:
+        raise ToolError(ErrorCode.INVALID_TRANSITION, f"order {order.id} is already {current}", field="status")
+    if p.status in {OrderStatus.REFUNDED, OrderStatus.PARTIALLY_REFUNDED}:
+        raise ToolError(
+            ErrorCode.POLICY_VIOLATION,
+            f"{p.status} follows from refunds: use create_refund, which sets the order's status",
+            field="status",
+        )
+    allowed = ORDER_TRANSITIONS.get(current, frozenset())
+    if p.status not in allowed:
+        options = ", ".join(sorted(allowed)) if allowed else f"nothing ({current} is final)"
+        raise ToolError(
+            ErrorCode.INVALID_TRANSITION,
+            f"order {order.id} is {current}; from {current} it can move to: {options}",
+            field="status",
+        )
+    shipments = list(Shipment.objects.filter(order=order).order_by("id"))
+    payments = list(Payment.objects.filter(order=order).order_by("id"))
+    now = clock.world_now()
+    voided: list[str] = []
+    next_steps: list[str] = []
+    if p.status == OrderStatus.CANCELLED:
+        _check_cancellable(order, shipments)
+        for pay in payments:
+            if pay.status in {PaymentStatus.PENDING, PaymentStatus.AUTHORIZED}:
+                pay.status = PaymentStatus.VOIDED
+                pay.updated_at = now
+                pay.save(update_fields=["status", "updated_at"])
+                voided.append(pay.id)
+            elif pay.status in {PaymentStatus.CAPTURED, PaymentStatus.COMPLETED}:
+                next_steps.append(f"payment {pay.id} (${money(pay.amount)}) was captured: refund it with create_refund")
+    elif p.status == OrderStatus.PAID:
+        if not any(pay.status in {PaymentStatus.CAPTURED, PaymentStatus.COMPLETED} for pay in payments):
+            listed = ", ".join(f"{pay.id} ({pay.status})" for pay in payments) or "none"
+            raise ToolError(
+                ErrorCode.POLICY_VIOLATION,
+                f"order {order.id} has no captured payment (payments: {listed}): it cannot be marked paid",
+                field="status",
+            )
+    elif p.status == OrderStatus.FULFILLED and not shipments:
+        raise ToolError(
+            ErrorCode.POLICY_VIOLATION,
+            f"order {order.id} has no shipment: it is fulfilled when it ships",
+            field="status",
+        )
+    order.status = p.status
+    order.updated_at = now
+    note = f"[{now.astimezone(clock.world_zone()).date().isoformat()}] {current} -> {p.status}"
+    if p.reason:
+        note += f": {p.reason}"
+    order.notes = f"{order.notes}\n{note}" if order.notes else note
+    order.save(update_fields=["status", "updated_at", "notes"])
+    return {
+        "order": order_summary(order),
+        "previous_status": current,
+        "notes": order.notes,
+        "payments_voided": voided,
+        "next_steps": next_steps,
+    }
+
+
+def _check_cancellable(order: Order, shipments: list[Shipment]) -> None:
+    if order.status not in CANCELLABLE_ORDER_STATUSES:
+        raise ToolError(
+            ErrorCode.POLICY_VIOLATION,
+            f"order {order.id} is {order.status}; only {', '.join(sorted(CANCELLABLE_ORDER_STATUSES))} orders can "
+            "be cancelled",
+            field="status",
+        )
+    for shipment in shipments:
+        if shipment.status in SHIPPED_SHIPMENT_STATUSES:
+            raise ToolError(
+                ErrorCode.POLICY_VIOLATION,
+                f"order {order.id} has shipped: shipment {shipment.id} ({shipment.carrier} "
+                f"{shipment.tracking_number}) is {shipment.status}. A shipped order cannot be cancelled; the customer "
+                "can return it after delivery",
+                field="status",
+            )

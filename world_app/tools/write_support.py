@@ -1,0 +1,381 @@
+"""Write tools on support work: ticket status, resolutions, escalations and warranty claims."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from world_app import clock
+from world_app.models import (
+    DefectCategory,
+    Employee,
+    Escalation,
+    EscalationType,
+    Refund,
+    Resolution,
+    ResolutionOutcome,
+    Shipment,
+    SupportTicket,
+    TicketStatus,
+    WarrantyClaim,
+    WarrantyClaimStatus,
+    WarrantyRemedy,
+)
+from world_app.policies import (
+    ESCALATION_DESTINATIONS,
+    TICKET_TRANSITIONS,
+    WARRANTY_EXCLUSIONS,
+    WARRANTY_INSPECTION_CATEGORIES,
+)
+from world_app.tools.coverage import delivered_at, warranty_coverage
+from world_app.tools.ids import new_id
+from world_app.tools.ledger import refunded_quantities
+from world_app.tools.lookups import fetch, resolve_line
+from world_app.tools.params import EntityId, LineRefParams, ToolParams
+from world_app.tools.records import (
+    escalation_record,
+    resolution_record,
+    ticket_record,
+    warranty_claim_record,
+)
+from world_app.tools.registry import tool
+from world_app.tools.results import ErrorCode, ToolError, error_result, not_found
+
+FINAL_TICKET_STATUSES = frozenset({TicketStatus.RESOLVED, TicketStatus.CLOSED})
+
+
+def _active_employee(employee_id: str, *, field: str) -> Employee:
+    employee = fetch(Employee, employee_id, field=field)
+    if not employee.is_active:
+        raise ToolError(
+            ErrorCode.POLICY_VIOLATION,
+            f"employee {employee.id} ({employee.full_name}) no longer works here",
+            field=field,
+        )
+    return employee
+
+
+# --- resolutions ---------------------------------------------------------------------------------------------
+
+
+class CreateResolutionParams(ToolParams):
+    ticket_id: EntityId = Field(description="The ticket being resolved.")
+    outcome: Literal[tuple(ResolutionOutcome.values)] = Field(description="What was done for the customer.")
+    summary: str = Field(min_length=10, max_length=4000, description="What was found and done, for the record.")
+    resolved_by: EntityId = Field(description="Employee id of who resolved it (an active employee).")
+    refund_id: EntityId | None = Field(
+        None, description="The refund issued; required when outcome is refund_issued. Must refund the ticket's order."
+    )
+
+
+@tool(group="write", params=CreateResolutionParams)
+def create_resolution(p: CreateResolutionParams) -> dict:
+    """Record how a ticket was resolved: outcome, summary, the employee who resolved it, and the refund when one
+    was issued (it must belong to the ticket's order, or to the ticket's customer when the ticket names no order).
+
+    This does not change the ticket's status: resolving a ticket takes an assignee, a resolution record, then
+    update_ticket_status with status resolved.
+    """
+    ticket = fetch(SupportTicket, p.ticket_id, field="ticket_id")
+    if ticket.status == TicketStatus.CLOSED:
+        raise ToolError(
+            ErrorCode.POLICY_VIOLATION,
+            f"ticket {ticket.id} is closed: reopen it (update_ticket_status to open) before adding a resolution",
+            field="ticket_id",
+        )
+    employee = _active_employee(p.resolved_by, field="resolved_by")
+    refund = None
+    if p.outcome == ResolutionOutcome.REFUND_ISSUED and not p.refund_id:
+        raise ToolError(
+            ErrorCode.INVALID_ARGUMENTS,
+            "a refund_issued resolution names its refund: give refund_id",
+            field="refund_id",
+        )
+    if p.refund_id:
+        refund = Refund.objects.select_related("payment__order").filter(id=p.refund_id).first()
+        if refund is None:
+            raise not_found("refund", p.refund_id, field="refund_id")
+        order = refund.payment.order
+        if ticket.order_id and order.id != ticket.order_id:
+            raise ToolError(
+                ErrorCode.POLICY_VIOLATION,
+                f"refund {refund.id} refunds order {order.id}, but ticket {ticket.id} is about order {ticket.order_id}",
+                field="refund_id",
+            )
+        if not ticket.order_id and order.customer_id != ticket.customer_id:
+            raise ToolError(
+                ErrorCode.POLICY_VIOLATION,
+                f"refund {refund.id} is for customer {order.customer_id}, not the ticket's customer "
+                f"{ticket.customer_id}",
+                field="refund_id",
+            )
+    now = clock.world_now()
+    resolution = Resolution.objects.create(
+        id=new_id(Resolution),
+        ticket=ticket,
+        outcome=p.outcome,
+        summary=p.summary,
+        resolved_by=employee,
+        refund=refund,
+        created_at=now,
+        updated_at=now,
+    )
+    steps = []
+    if ticket.status not in FINAL_TICKET_STATUSES:
+        steps.append(f"ticket {ticket.id} is still {ticket.status}: set it to resolved with update_ticket_status")
+    return {"resolution": resolution_record(resolution), "ticket": ticket_record(ticket), "next_steps": steps}
+
+
+# --- escalations ---------------------------------------------------------------------------------------------
+
+
+class CreateEscalationParams(ToolParams):
+    ticket_id: EntityId = Field(description="The ticket to escalate.")
+    escalation_type: Literal[tuple(EscalationType.values)] = Field(
+        description="product_specialist (product questions, goes to product management), technical (hardware or "
+        "software faults, goes to engineering), policy_exception (exceptions and refunds over the approval limit, "
+        "goes to a support team lead)."
+    )
+    notes: str = Field(
+        min_length=20, max_length=4000, description="What the receiving team needs: the facts, what was tried, the ask."
+    )
+    created_by: EntityId | None = Field(None, description="Employee id of who escalates.")
+    assigned_to: EntityId | None = Field(
+        None, description="Employee id to hand it to; must work in the destination department."
+    )
+
+
+@tool(group="write", params=CreateEscalationParams)
+def create_escalation(p: CreateEscalationParams) -> dict:
+    """Escalate a ticket to the team that can act on it. The destination department follows from the type
+    (product_specialist -> {ESCALATION_DESTINATIONS[product_specialist]}, technical ->
+    {ESCALATION_DESTINATIONS[technical]}, policy_exception -> {ESCALATION_DESTINATIONS[policy_exception]}, where a
+    team lead approves exceptions and refunds over ${REFUND_APPROVAL_LIMIT}).
+
+    Notes are required. The ticket moves to escalated. Refused for a resolved or closed ticket, and when the
+    ticket already has an open escalation of the same type.
+    """
+    ticket = fetch(SupportTicket, p.ticket_id, field="ticket_id")
+    if TicketStatus.ESCALATED not in TICKET_TRANSITIONS.get(ticket.status, frozenset()) and (
+        ticket.status != TicketStatus.ESCALATED
+    ):
+        raise ToolError(
+            ErrorCode.INVALID_TRANSITION,
+            f"ticket {ticket.id} is {ticket.status}: reopen it (update_ticket_status to open) before escalating",
+            field="ticket_id",
+        )
+    open_same = (
+        Escalation.objects.filter(ticket=ticket, escalation_type=p.escalation_type)
+        .exclude(status=Escalation.Status.RESOLVED)
+        .order_by("id")
+        .first()
+    )
+    if open_same is not None:
+        raise ToolError(
+            ErrorCode.CONFLICT,
+            f"ticket {ticket.id} already has an open {p.escalation_type} escalation ({open_same.id}, "
+            f"{open_same.status})",
+            field="escalation_type",
+        )
+    destination = ESCALATION_DESTINATIONS[p.escalation_type]
+    creator = _active_employee(p.created_by, field="created_by") if p.created_by else None
+    assignee = None
+    if p.assigned_to:
+        assignee = _active_employee(p.assigned_to, field="assigned_to")
+        if assignee.department != destination:
+            raise ToolError(
+                ErrorCode.POLICY_VIOLATION,
+                f"a {p.escalation_type} escalation goes to {destination}; {assignee.id} ({assignee.full_name}) works "
+                f"in {assignee.department}",
+                field="assigned_to",
+            )
+    now = clock.world_now()
+    escalation = Escalation.objects.create(
+        id=new_id(Escalation),
+        ticket=ticket,
+        escalation_type=p.escalation_type,
+        destination=destination,
+        assigned_to=assignee,
+        created_by=creator,
+        status=Escalation.Status.OPEN,
+        notes=p.notes,
+        created_at=now,
+        updated_at=now,
+    )
+    previous = ticket.status
+    if ticket.status != TicketStatus.ESCALATED:
+        ticket.status = TicketStatus.ESCALATED
+        ticket.updated_at = now
+        ticket.save(update_fields=["status", "updated_at"])
+    return {
+        "escalation": escalation_record(escalation),
+        "ticket": ticket_record(ticket),
+        "previous_ticket_status": previous,
+    }
+
+
+# --- warranty claims -----------------------------------------------------------------------------------------
+
+
+class CreateWarrantyClaimParams(LineRefParams):
+    issue_description: str = Field(min_length=10, max_length=4000, description="The fault, as the customer reports it.")
+    defect_category: Literal[tuple(DefectCategory.values)] = Field(
+        description="The cause: manufacturing_defect is covered; physical_damage, liquid_damage, overclocking, "
+        "improper_installation and wear_and_tear are not; unknown sends the part to inspection."
+    )
+    remedy: Literal[tuple(WarrantyRemedy.values)] = Field(description="What the customer gets if approved.")
+    quantity: int = Field(1, ge=1, le=1000, description="How many units of the line are faulty (default 1).")
+    ticket_id: EntityId | None = Field(None, description="The support ticket the claim comes from.")
+
+
+@tool(group="write", params=CreateWarrantyClaimParams)
+def create_warranty_claim(p: CreateWarrantyClaimParams) -> dict:
+    """File a warranty claim for units of an order line and decide it by the warranty policy.
+
+    Approved: a manufacturing defect within the warranty (delivery date + the product's warranty months).
+    Pending inspection: cause unknown, within the warranty. Denied (recorded with the reason, and returned as a
+    policy_violation error that also carries the claim): warranty expired, or an excluded cause (physical or
+    liquid damage, overclocking, improper installation, wear and tear). An item not yet delivered has no
+    warranty running: refused without a record.
+    """
+    line = resolve_line(line_item_id=p.line_item_id, order_id=p.order_id, product_id=p.product_id)
+    customer_id = line.order.customer_id
+    ticket = None
+    if p.ticket_id:
+        ticket = fetch(SupportTicket, p.ticket_id, field="ticket_id")
+        if ticket.customer_id != customer_id:
+            raise ToolError(
+                ErrorCode.INVALID_ARGUMENTS,
+                f"ticket {ticket.id} belongs to customer {ticket.customer_id}, but line {line.id} was bought by "
+                f"{customer_id}",
+                field="ticket_id",
+            )
+    claimed = sum(
+        WarrantyClaim.objects.filter(line_item=line)
+        .exclude(status=WarrantyClaimStatus.DENIED)
+        .values_list("quantity", flat=True)
+    )
+    # A refunded unit went back to the store: it cannot also be claimed under warranty.
+    refunded = refunded_quantities(Refund.objects.filter(payment__order_id=line.order_id)).get(line.id, 0)
+    available = line.quantity - refunded - claimed
+    if p.quantity > available:
+        raise ToolError(
+            ErrorCode.POLICY_VIOLATION,
+            f"line {line.id} has {line.quantity} unit(s): {refunded} refunded and {claimed} already under an open or "
+            f"approved claim, so at most {max(available, 0)} more can be claimed",
+            field="quantity",
+        )
+    delivered = delivered_at(Shipment.objects.filter(order_id=line.order_id))
+    coverage = warranty_coverage(delivered, line.product.warranty_months)
+    if coverage.status == "not_started":
+        raise ToolError(ErrorCode.POLICY_VIOLATION, coverage.explain(), field="line_item_id")
+    if not coverage.is_active:
+        status, reason = WarrantyClaimStatus.DENIED, f"warranty expired: {coverage.explain()}"
+    elif p.defect_category in WARRANTY_EXCLUSIONS:
+        status = WarrantyClaimStatus.DENIED
+        reason = (
+            f"{p.defect_category.replace('_', ' ')} is not covered: the warranty covers manufacturing defects only "
+            f"(excluded: {', '.join(WARRANTY_EXCLUSIONS)})"
+        )
+    elif p.defect_category in WARRANTY_INSPECTION_CATEGORIES:
+        status = WarrantyClaimStatus.PENDING_INSPECTION
+        reason = f"within warranty ({coverage.explain()}); the cause is unknown, so the part is inspected first"
+    else:
+        status = WarrantyClaimStatus.APPROVED
+        reason = f"manufacturing defect within warranty: {coverage.explain()}"
+    now = clock.world_now()
+    claim = WarrantyClaim.objects.create(
+        id=new_id(WarrantyClaim),
+        line_item=line,
+        product=line.product,
+        customer_id=customer_id,
+        ticket=ticket,
+        quantity=p.quantity,
+        issue_description=p.issue_description,
+        defect_category=p.defect_category,
+        remedy=p.remedy,
+        status=status,
+        decision_reason=reason,
+        warranty_expires_on=coverage.expires_on,
+        created_at=now,
+        updated_at=now,
+    )
+    record = warranty_claim_record(claim)
+    if status == WarrantyClaimStatus.DENIED:
+        # The refusal is the answer, and the denied claim stays on record: both go back to the agent.
+        at_fault = "defect_category" if coverage.is_active else None
+        refusal = error_result(ErrorCode.POLICY_VIOLATION, f"claim denied: {reason}", field=at_fault)
+        return {**refusal, "claim": record}
+    steps = []
+    if status == WarrantyClaimStatus.APPROVED and p.remedy == WarrantyRemedy.REFUND:
+        steps.append("issue the refund with create_refund (reason defective, the claimed units as lines)")
+    return {"claim": record, "warranty": coverage.as_dict(), "next_steps": steps}
+
+
+# --- ticket status -------------------------------------------------------------------------------------------
+
+
+class UpdateTicketStatusParams(ToolParams):
+    ticket_id: EntityId = Field(description="The ticket to change.")
+    status: Literal[tuple(TicketStatus.values)] = Field(
+        description="The new status: open, pending_customer, resolved, closed (escalated comes from create_escalation)."
+    )
+    assignee_id: EntityId | None = Field(None, description="Assign the ticket to this employee at the same time.")
+    closure_reason: str = Field("", max_length=200, description="Why it is closed; stored with a closed ticket.")
+
+
+@tool(group="write", params=UpdateTicketStatusParams)
+def update_ticket_status(p: UpdateTicketStatusParams) -> dict:
+    """Move a ticket along the ticket state machine, optionally assigning it.
+
+    new -> open, pending_customer, escalated, resolved, closed; open and pending_customer -> each other, resolved,
+    closed; resolved -> open (reopen) or closed; closed -> open. Resolving needs an assignee and a resolution
+    record (create_resolution) first; closing needs an assignee. Escalating is done by create_escalation.
+    """
+    ticket = fetch(SupportTicket, p.ticket_id, field="ticket_id")
+    current = ticket.status
+    if p.assignee_id:
+        ticket.assignee = _active_employee(p.assignee_id, field="assignee_id")
+    if p.status == current and not p.assignee_id:
+        raise ToolError(ErrorCode.INVALID_TRANSITION, f"ticket {ticket.id} is already {current}", field="status")
+    if p.status != current:
+        allowed = TICKET_TRANSITIONS.get(current, frozenset())
+        if p.status not in allowed:
+            raise ToolError(
+                ErrorCode.INVALID_TRANSITION,
+                f"ticket {ticket.id} is {current}; from {current} it can move to: {', '.join(sorted(allowed))}",
+                field="status",
+            )
+    if p.status == TicketStatus.ESCALATED and current != TicketStatus.ESCALATED:
+        raise ToolError(
+            ErrorCode.POLICY_VIOLATION,
+            "a ticket is escalated by create_escalation, which records where it goes and why",
+            field="status",
+        )
+    if p.status in FINAL_TICKET_STATUSES and not ticket.assignee_id:
+        raise ToolError(
+            ErrorCode.POLICY_VIOLATION,
+            f"a {p.status} ticket needs an assignee: give assignee_id",
+            field="assignee_id",
+        )
+    resolving = p.status == TicketStatus.RESOLVED and current != TicketStatus.RESOLVED
+    if resolving and not Resolution.objects.filter(ticket=ticket).exists():
+        raise ToolError(
+            ErrorCode.POLICY_VIOLATION,
+            f"ticket {ticket.id} has no resolution record: resolving a ticket takes an assignee and a resolution "
+            "(create_resolution) first",
+            field="status",
+        )
+    now = clock.world_now()
+    ticket.status = p.status
+    ticket.updated_at = now
+    if resolving:
+        ticket.resolved_at = now
+    elif p.status == TicketStatus.OPEN:
+        ticket.resolved_at = None
+        ticket.closure_reason = ""
+    if p.status == TicketStatus.CLOSED and p.closure_reason:
+        ticket.closure_reason = p.closure_reason
+    ticket.save(update_fields=["status", "updated_at", "resolved_at", "closure_reason", "assignee"])
+    return {"ticket": ticket_record(ticket), "previous_status": current}
