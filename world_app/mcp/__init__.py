@@ -1,0 +1,15 @@
+"""The 23 agent tools over MCP (the official ``mcp`` SDK), one episode per connection, named explicitly.
+
+Naming the episode (docs/adr/0002-mcp-episodes.md):
+
+- Streamable HTTP is served STATELESS: the SDK keeps no session in memory. Every MCP message names its
+  episode, in the URL ``/mcp/episodes/<uuid>`` or, on ``/mcp``, in the ``X-Corecraft-Episode`` header.
+  A client without an episode first calls ``POST /mcp/episodes`` (plain JSON, same ASGI app), which creates
+  one on a snapshot version (default: the server's, else the latest) and answers
+  ``{"episode_id", "mcp_url", "snapshot_version"}``.
+- The episode's state is its log in Postgres (``world_app.episodes``), so any server process, a restarted
+  one included, serves any episode with the same state; a process only caches worlds it has rebuilt.
+- Stdio serves one episode for the life of the process (``--episode``, or one created at start).
+
+``server`` builds the SDK ``Server`` (tool list and calls), ``http`` the ASGI app, ``stdio`` the stdio loop.
+"""
