@@ -1,0 +1,88 @@
+"""Schemathesis against the episode API's own OpenAPI document, through the Django WSGI app: no input makes a 5xx.
+
+Each operation gets generated requests that follow the schema (positive) and requests that break it (negative),
+authenticated with a token; half of the requests that name an episode name a real one (open, or closed), so the
+tool calls reach the tools with generated arguments.
+"""
+
+from __future__ import annotations
+
+import pytest
+import schemathesis
+from django.core.signals import request_finished, request_started
+from django.core.wsgi import get_wsgi_application
+from django.db import close_old_connections
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+from hypothesis.errors import Unsatisfiable
+from rest_framework.authtoken.models import Token
+from schemathesis.checks import not_a_server_error
+
+from tests.factories import UserFactory
+from world_app.episodes import episode_close, episode_create
+from world_app.models import EpisodeStep
+
+pytestmark = [pytest.mark.django_db(databases=["default", "episode"]), pytest.mark.slow]
+
+MAX_EXAMPLES = 25
+MODES = (schemathesis.GenerationMode.POSITIVE, schemathesis.GenerationMode.NEGATIVE)
+
+
+@pytest.fixture
+def wsgi_in_test_transaction():
+    """The real WSGI app closes the database connection after each request; in a test that would end the test's
+    transaction, so (as Django's test client does) it keeps the connection for the test's duration."""
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield get_wsgi_application()
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
+
+
+def _episode_api_schema(app):
+    schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", app)
+    return schema.include(path_regex=r"^/api/v1/")
+
+
+def test_no_generated_request_gets_a_server_error(snapshot, wsgi_in_test_transaction):
+    headers = {"Authorization": f"Token {Token.objects.create(user=UserFactory(username='fuzzer')).key}"}
+    schema = _episode_api_schema(wsgi_in_test_transaction)
+    operations = [result.ok() for result in schema.get_all_operations()]
+    assert len(operations) == 11
+    calls = {"total": 0, "by_status": {}}
+    unbreakable = []
+
+    for operation in operations:
+        for mode in MODES:
+            open_episode = episode_create(snapshot=snapshot, label="schemathesis")
+            closed_episode = episode_close(episode_create(snapshot=snapshot, label="schemathesis closed"))
+            real_ids = st.sampled_from([None, str(open_episode.pk), str(closed_episode.pk)])
+
+            @settings(
+                max_examples=MAX_EXAMPLES,
+                deadline=None,
+                database=None,
+                derandomize=True,
+                phases=[Phase.explicit, Phase.generate],
+                suppress_health_check=list(HealthCheck),
+            )
+            @given(case=operation.as_strategy(generation_mode=mode), episode_id=real_ids)
+            def exercise(case, episode_id):
+                if episode_id and "episode_id" in (case.path_parameters or {}):
+                    case.path_parameters["episode_id"] = episode_id
+                response = case.call_and_validate(headers=headers, checks=[not_a_server_error])
+                calls["total"] += 1
+                calls["by_status"][response.status_code] = calls["by_status"].get(response.status_code, 0) + 1
+
+            try:
+                exercise()
+            except Unsatisfiable:
+                # An operation with no input to break (GET /api/v1/snapshots/) has no negative cases.
+                assert mode is schemathesis.GenerationMode.NEGATIVE, operation.label
+                unbreakable.append(operation.label)
+
+    assert calls["total"] >= len(operations) * len(MODES) * 5
+    assert not [status for status in calls["by_status"] if status >= 500], calls
+    assert len(unbreakable) <= 2, unbreakable
+    # The generated tool calls really reached tools in real episodes.
+    assert EpisodeStep.objects.filter(episode__label="schemathesis").exists()

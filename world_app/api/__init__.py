@@ -1,0 +1,1 @@
+"""The HTTP way into snapshots, episodes and tools (DRF, documented by drf-spectacular at /api/schema/)."""
