@@ -5,6 +5,7 @@ BIN := $(VENV)/bin
 PY := $(BIN)/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
+MCP_PORT ?= 8765
 SEED ?= 7
 SCALE ?= 1
 export DJANGO_SETTINGS_MODULE := corecraft_site.settings
@@ -38,7 +39,7 @@ format: install
 	$(BIN)/ruff format .
 
 # Migrate, seed the world (once), publish snapshot v1 (once), create the demo users, start the web server
-# and a Celery worker in the background. `make demo-stop` stops them.
+# a Celery worker (with beat) and the MCP server in the background. `make demo-stop` stops them.
 demo: install services demo-stop
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py collectstatic --noinput -v 0
@@ -48,17 +49,21 @@ demo: install services demo-stop
 	@mkdir -p .run
 	@nohup $(BIN)/gunicorn corecraft_site.wsgi --bind $(HOST):$(PORT) --workers 2 --access-logfile .run/web.access.log >.run/web.log 2>&1 & echo $$! >.run/web.pid
 	@nohup $(BIN)/celery -A corecraft_site worker -B -Q default,rollouts,judging,exports --concurrency 2 -l info >.run/worker.log 2>&1 & echo $$! >.run/worker.pid
+	@nohup $(PY) manage.py mcp_server --host $(HOST) --port $(MCP_PORT) >.run/mcp.log 2>&1 & echo $$! >.run/mcp.pid
 	@for i in $$(seq 1 30); do curl -sf http://$(HOST):$(PORT)/healthz >/dev/null && break; sleep 1; done
 	@curl -sf http://$(HOST):$(PORT)/healthz >/dev/null || (echo "web server did not start; see .run/web.log"; tail -20 .run/web.log; exit 1)
 	@echo
 	@echo "Corecraft Studio is running at http://$(HOST):$(PORT)/  (admin: http://$(HOST):$(PORT)/admin/)"
+	@echo "Tool reference: http://$(HOST):$(PORT)/world/tools/   API docs: http://$(HOST):$(PORT)/api/docs/"
+	@echo "MCP server: POST http://$(HOST):$(MCP_PORT)/mcp/episodes for an episode, then streamable HTTP at its mcp_url"
 	@$(PY) manage.py create_demo_users --print-only
 	@echo "Logs in .run/ ; stop with: make demo-stop"
 
 demo-stop:
-	@for p in web worker; do \
+	@for p in web worker mcp; do \
 	  if [ -f .run/$$p.pid ]; then kill $$(cat .run/$$p.pid) 2>/dev/null || true; rm -f .run/$$p.pid; fi; \
 	done
 
 bench: install services
 	$(PY) bench/episodes.py
+	$(PY) bench/tools.py
