@@ -183,6 +183,7 @@ class OrderAdminForm(WorldModelForm):
 
 @admin.register(Order)
 class OrderAdmin(CustomerLinkMixin, WorldEntityAdmin):
+    ordering = ("-created_at", "-id")  # support work starts from the newest
     form = OrderAdminForm
     list_display = ("id", "customer_link", "status", "total", "carrier", "created_at")
     list_filter = ("status", "carrier", "shipping_service", "created_at")
@@ -286,6 +287,7 @@ class OrderLineItemAdmin(WorldEntityAdmin):
 
 @admin.register(Payment)
 class PaymentAdmin(CustomerLinkMixin, WorldEntityAdmin):
+    ordering = ("-created_at", "-id")  # support work starts from the newest
     list_display = ("id", "order_link", "customer_link", "amount", "method", "status", "processed_at")
     list_filter = ("status", "method", "processed_at")
     list_select_related = ("customer",)
@@ -304,6 +306,7 @@ class PaymentAdmin(CustomerLinkMixin, WorldEntityAdmin):
 
 @admin.register(Shipment)
 class ShipmentAdmin(WorldEntityAdmin):
+    ordering = ("-created_at", "-id")  # support work starts from the newest
     list_display = ("id", "order_link", "carrier", "tracking_number", "status", "shipped_at", "delivered_at")
     list_filter = ("status", "carrier", "service", "shipped_at")
     search_fields = ("id", "tracking_number", "order__id", "order__customer__email")
@@ -326,6 +329,7 @@ class ShipmentAdmin(WorldEntityAdmin):
 
 @admin.register(Refund)
 class RefundAdmin(WorldEntityAdmin):
+    ordering = ("-created_at", "-id")  # support work starts from the newest
     list_display = ("id", "payment_link", "order_link", "amount", "reason", "status", "processed_at")
     list_filter = ("status", "reason", "processed_at")
     list_select_related = ("payment",)

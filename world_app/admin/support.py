@@ -43,6 +43,7 @@ class EscalationInline(WorldInline):
 
 @admin.register(SupportTicket)
 class SupportTicketAdmin(CustomerLinkMixin, WorldEntityAdmin):
+    ordering = ("-created_at", "-id")  # support work starts from the newest
     list_display = ("id", "subject", "customer_link", "status", "priority", "assignee_link", "created_at")
     list_display_links = ("id", "subject")
     list_filter = ("status", "priority", "channel", "ticket_type", "created_at")
