@@ -1,4 +1,5 @@
-"""Writes of the studio's people side: role permissions and the demo logins."""
+"""Writes of the studio: role permissions and demo logins here; tasks, reviews and reference runs in
+``tasks_app.services.tasks``, ``.reviews`` and ``.reference``."""
 
 from __future__ import annotations
 
@@ -17,10 +18,29 @@ from tasks_app.roles import ADMIN, AUTHOR, REVIEWER, ROLES
 # live world), "app_label.ModelName" or "app_label.*" (every model of an app). The admin role gets every
 # permission. Apps add their own models here (tasks, rubrics, releases) as they arrive.
 WORLD_HISTORY_MODELS = ("world_app.WorldSnapshot", "world_app.Episode", "world_app.EpisodeStep")
+# Django permissions open the admin pages; who may do what to which task is decided in the services.
 ROLE_GRANTS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
     # Experts edit the live world; deleting world rows stays with admins.
-    AUTHOR: (("world:live", ("view", "add", "change")), *((m, ("view",)) for m in WORLD_HISTORY_MODELS)),
-    REVIEWER: (("world:live", ("view",)), *((m, ("view",)) for m in WORLD_HISTORY_MODELS)),
+    AUTHOR: (
+        ("world:live", ("view", "add", "change")),
+        *((m, ("view",)) for m in WORLD_HISTORY_MODELS),
+        ("tasks_app.Task", ("view", "add", "change")),
+        ("tasks_app.TaskVersion", ("view", "add")),
+        ("tasks_app.Review", ("view",)),
+        ("tasks_app.Comment", ("view", "add")),
+        ("tasks_app.ReferenceRun", ("view", "add")),
+        ("rubrics_app.*", ("view", "add")),
+    ),
+    REVIEWER: (
+        ("world:live", ("view",)),
+        *((m, ("view",)) for m in WORLD_HISTORY_MODELS),
+        ("tasks_app.*", ("view",)),
+        ("tasks_app.Task", ("change",)),
+        ("tasks_app.Review", ("add",)),
+        ("tasks_app.Comment", ("add",)),
+        ("tasks_app.ReferenceRun", ("add",)),
+        ("rubrics_app.*", ("view",)),
+    ),
 }
 
 

@@ -1,0 +1,88 @@
+"""Factories for tasks, versions and criteria, and users in each role."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime
+
+import factory
+from django.contrib.auth.models import Group
+
+from tasks_app.roles import ADMIN, AUTHOR, REVIEWER
+from tests.factories import UserFactory
+from world_app.models import WorldSnapshot
+
+LLM_CRITERION = {"kind": "llm", "text": "The reply is polite and apologises for the delay.", "category": "tone"}
+RESPONSE_CRITERION = {
+    "kind": "response",
+    "text": "States the order total.",
+    "category": "correctness",
+    "required": True,
+    "weight": 2,
+    "spec": {"op": "number", "value": 549.98, "tolerance": 0.01},
+}
+
+
+def user_in(role: str | None, **kwargs):
+    """A user in ``role`` (None: no role at all)."""
+    user = UserFactory(**kwargs)
+    if role is not None:
+        user.groups.add(Group.objects.get(name=role))
+    return user
+
+
+def author(**kwargs):
+    return user_in(AUTHOR, **kwargs)
+
+
+def reviewer(**kwargs):
+    return user_in(REVIEWER, **kwargs)
+
+
+def admin(**kwargs):
+    return user_in(ADMIN, **kwargs)
+
+
+class WorldSnapshotFactory(factory.django.DjangoModelFactory):
+    """A snapshot row for tests that never open an episode on it (its image is not a real world)."""
+
+    class Meta:
+        model = WorldSnapshot
+
+    version = factory.Sequence(lambda n: 9000 + n)
+    note = "test snapshot"
+    image = b"not a world"
+    image_sha256 = hashlib.sha256(b"not a world").hexdigest()
+    image_bytes = 11
+    content_checksum = "0" * 64
+    schema_fingerprint = "0" * 64
+    world_now = datetime.fromisoformat("2025-09-15T14:00:00-05:00")
+
+
+def task_fields(**overrides) -> dict:
+    fields = {
+        "title": "Where is my order?",
+        "task_type": "information_retrieval",
+        "difficulty": "easy",
+        "instruction": "Hi, my order ord-f00001 hasn't arrived. What did I pay in total?",
+        "family": "order-status",
+        "tags": ["orders"],
+        "reviewer_notes": "The total includes shipping.",
+        "criteria": [LLM_CRITERION, RESPONSE_CRITERION],
+    }
+    fields.update(overrides)
+    return fields
+
+
+def task_make(*, user=None, snapshot=None, **overrides):
+    """A draft task made through ``task_create`` (so it is valid the way the app makes them)."""
+    from tasks_app.services.tasks import task_create
+
+    return task_create(user=user or author(), snapshot=snapshot or WorldSnapshotFactory(), **task_fields(**overrides))
+
+
+def task_in_review(**kwargs):
+    from tasks_app.services.tasks import task_submit_for_review
+
+    task = task_make(**kwargs)
+    return task_submit_for_review(task=task, user=task.author)
