@@ -119,6 +119,10 @@ WORLD_TIME_ZONE = env_str("WORLD_TIME_ZONE", "EST")
 EPISODE_CACHE_SIZE = env_int("EPISODE_CACHE_SIZE", 1000, minimum=1)
 # Open episodes idle longer than this are closed by the periodic clean-up.
 EPISODE_IDLE_TIMEOUT_S = env_int("EPISODE_IDLE_TIMEOUT_S", 6 * 3600, minimum=60)
+# A step's own commit does not wait for the WAL flush (0.1-0.4 ms of every step). A Postgres crash can then lose
+# the last steps (under a second), which the engine survives: copies ahead of their log are noticed and rebuilt
+# (docs/adr/0001-episode-engine.md, "Step overhead"). Off: every step waits for the disk.
+EPISODE_LOG_ASYNC_COMMIT = env_bool("EPISODE_LOG_ASYNC_COMMIT", True)
 
 # --- Redis and Celery -----------------------------------------------------------------------------
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")

@@ -3,6 +3,7 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from decimal import Decimal
 
@@ -526,3 +527,122 @@ def test_concurrent_steps_from_threads_and_another_process_are_serialised_and_no
     episode_cache.clear()
     with episode_world(episode):
         assert Product.objects.get(pk=product_id).stock_quantity == start + total
+
+
+@contextmanager
+def statements_run(alias: str = "default"):
+    """The SQL of every statement run on ``alias`` inside the block."""
+    seen: list[str] = []
+
+    def record(execute, sql, params, many, context):
+        seen.append(sql)
+        return execute(sql, params, many, context)
+
+    with connections[alias].execute_wrapper(record):
+        yield seen
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", "episode"])
+def test_a_step_on_a_current_copy_is_one_statement_and_moves_the_log_head():
+    world = small_world()
+    snapshot_publish(note="one statement")
+    episode = episode_create(label="head")
+    with statements_run() as seen:
+        first = episode_step(
+            episode=episode, name="cancel", arguments={}, fn=set_order_status(world["order"].id, "cancelled")
+        )
+        second = episode_step(episode=episode, name="read", arguments={}, fn=lambda: {"ok": True})
+    assert len(seen) == 2  # no BEGIN, lock, catch-up query or COMMIT: one autocommitted append each
+    assert all("synchronous_commit" in sql for sql in seen)  # the step's own commit need not wait for the disk
+    with connections["default"].cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        assert cursor.fetchone() == ("on",)  # ...and nothing else's: the setting lasted one transaction
+    with statements_run() as seen, transaction.atomic():
+        episode_step(episode=episode, name="in a transaction", arguments={}, fn=dict)
+    assert not any("synchronous_commit" in sql for sql in seen)  # the caller's transaction keeps its durability
+    stored = Episode.objects.get(pk=episode.pk)
+    assert (stored.step_count, stored.head_step_id) == (3, EpisodeStep.objects.get(episode=episode, seq=3).pk)
+    assert EpisodeStep.objects.get(pk=first.pk).seq == 1
+    assert second.seq == 2 and second.created_at is not None and second._state.adding is False
+
+
+def test_a_lost_step_overtaken_by_another_processs_step_of_the_same_number_is_noticed(world, monkeypatch):
+    """Without the log head's step id, this copy (at step 1, its own lost step) would look current."""
+    from world_app.episodes import engine
+
+    episode = episode_create()
+    order_id = world["order"].id
+
+    class Abandon(Exception):
+        pass
+
+    with pytest.raises(Abandon), transaction.atomic():
+        episode_step(episode=episode, name="lost", arguments={}, fn=set_order_status(order_id, "cancelled"))
+        raise Abandon
+
+    other_process = EpisodeCache()
+    monkeypatch.setattr(engine, "episode_cache", other_process)
+    theirs = episode_step(episode=episode, name="theirs", arguments={}, fn=set_order_status(order_id, "fulfilled"))
+    other_process.clear()
+    monkeypatch.setattr(engine, "episode_cache", episode_cache)
+    assert theirs.seq == 1
+
+    calls = []
+
+    def read_status():
+        calls.append(1)
+        return {"status": Order.objects.get(pk=order_id).status}
+
+    step = episode_step(episode=episode, name="read", arguments={}, fn=read_status)
+    assert (step.seq, step.result) == (2, {"status": "fulfilled"})  # the log's step 1, not the lost one
+    assert len(calls) == 2  # run on the stale copy, undone, run again on the rebuilt one
+    assert list(EpisodeStep.objects.filter(episode=episode).values_list("name", flat=True)) == ["theirs", "read"]
+
+
+def test_steps_under_the_row_lock_keep_every_guarantee(world, monkeypatch):
+    """After lost races a step takes the episode's row lock; that path alone must also be correct."""
+    from world_app.episodes import engine
+
+    monkeypatch.setattr(engine, "OPTIMISTIC_ATTEMPTS", 0)
+    episode = episode_create()
+    order_id = world["order"].id
+    episode_step(episode=episode, name="cancel", arguments={}, fn=set_order_status(order_id, "cancelled"))
+    with pytest.raises(ValueError, match="tool bug"):
+        episode_step(episode=episode, name="broken", arguments={}, fn=_raise)
+    other_process = EpisodeCache()
+    monkeypatch.setattr(engine, "episode_cache", other_process)
+    episode_step(episode=episode, name="add", arguments={}, fn=add_customer("cus-lock1", "Ken"))
+    other_process.clear()
+    monkeypatch.setattr(engine, "episode_cache", episode_cache)
+    step = episode_step(episode=episode, name="count", arguments={}, fn=lambda: {"n": Customer.objects.count()})
+    assert (step.seq, step.result) == (3, {"n": 2})
+    assert order_status_in(episode, order_id) == "cancelled"
+    stored = Episode.objects.get(pk=episode.pk)
+    assert (stored.step_count, stored.head_step_id) == (3, step.pk)
+    episode_close(episode)
+    with pytest.raises(EpisodeClosed):
+        episode_step(episode=episode, name="late", arguments={}, fn=dict)
+
+
+def _raise():
+    raise ValueError("tool bug")
+
+
+def test_a_copy_of_an_episode_another_process_closed_refuses_the_step_and_writes_nothing(world, monkeypatch):
+    from world_app.episodes import engine
+
+    episode = episode_create()
+    episode_step(episode=episode, name="one", arguments={}, fn=dict)
+    assert episode.pk in episode_cache
+
+    other_process = EpisodeCache()
+    monkeypatch.setattr(engine, "episode_cache", other_process)
+    episode_close(episode)
+    monkeypatch.setattr(engine, "episode_cache", episode_cache)
+    assert episode.pk in episode_cache  # this process still holds its copy
+
+    with pytest.raises(EpisodeClosed):
+        episode_step(episode=episode, name="late", arguments={}, fn=set_order_status(world["order"].id, "cancelled"))
+    assert episode.pk not in episode_cache
+    assert EpisodeStep.objects.filter(episode=episode).count() == 1
+    assert Episode.objects.get(pk=episode.pk).final_diff == {"created": [], "updated": [], "deleted": []}

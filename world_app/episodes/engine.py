@@ -8,16 +8,18 @@ means a later change to tool code can never change a past episode (docs/adr/0001
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import datetime, timedelta
-from typing import Any
+from functools import cache
+from typing import Any, NamedTuple
 
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections, transaction
 from django.utils import timezone
 
 from world_app.checksum import world_content_checksum
@@ -25,11 +27,14 @@ from world_app.episodes.cache import HotEpisode, episode_cache
 from world_app.episodes.diff import world_diff
 from world_app.episodes.errors import EpisodeClosed, EpisodeError, EpisodeNotFound, EpisodeStepAborted
 from world_app.episodes.images import SnapshotImage, snapshot_image
+from world_app.episodes.shared_image import foreign_keys_pending
 from world_app.episodes.world_db import changes_apply, changes_take, world_bound, world_connection_open
 from world_app.models import Episode, EpisodeStep, WorldSnapshot
 from world_app.routers import EPISODE_ALIAS
 
 EpisodeRef = Episode | uuid.UUID | str
+# Optimistic appends tried before a step takes the episode's row lock (only steps racing another process retry).
+OPTIMISTIC_ATTEMPTS = 3
 
 
 def _episode_id(episode: EpisodeRef) -> uuid.UUID:
@@ -59,6 +64,36 @@ def _episode_lock(episode_id: uuid.UUID) -> Episode:
         raise EpisodeNotFound(episode_id) from None
 
 
+class LogHead(NamedTuple):
+    """Where an episode's log stands: what a copy must match to be current."""
+
+    status: str
+    step_count: int
+    head_step_id: int | None
+
+
+def _log_head(episode_id: uuid.UUID, *, lock: bool = False) -> LogHead:
+    """The episode's log head (``lock``: and its row, until the end of the transaction); discards a purged one."""
+    rows = Episode.objects.filter(pk=episode_id)
+    if lock:
+        rows = rows.select_for_update()
+    found = rows.values_list("status", "step_count", "head_step_id").first()
+    if found is None:
+        episode_cache.discard(episode_id)  # purged: this process may still hold its world
+        raise EpisodeNotFound(episode_id)
+    return LogHead(*found)
+
+
+def _head_of(episode: Episode) -> LogHead:
+    return LogHead(episode.status, episode.step_count, episode.head_step_id)
+
+
+def _hot_sync(hot: HotEpisode, head: LogHead) -> None:
+    """Bring the copy to ``head``: nothing to do when it is there already, else catch up or rebuild from the log."""
+    if (hot.seq, hot.last_step_id) != (head.step_count, head.head_step_id):
+        _catch_up(hot)
+
+
 def _hot_new(episode_id: uuid.UUID, snapshot_id: int) -> HotEpisode:
     image = snapshot_image(snapshot_id)
     return HotEpisode(
@@ -71,15 +106,22 @@ def _hot_new(episode_id: uuid.UUID, snapshot_id: int) -> HotEpisode:
 
 @contextmanager
 def _hot_episode(episode_id: uuid.UUID) -> Iterator[HotEpisode]:
-    """This process's copy of the episode, held by the calling thread (not yet caught up with the log)."""
+    """This process's copy of the episode, held by the calling thread.
+
+    A copy this call builds is caught up with the log; one already held may lag (callers check its head).
+    """
     hot = episode_cache.checkout(episode_id)
+    cold_head = None
     if hot is None:
-        snapshot_id = Episode.objects.filter(pk=episode_id).values_list("snapshot_id", flat=True).first()
-        if snapshot_id is None:
+        found = Episode.objects.filter(pk=episode_id).values_list("snapshot_id", *LogHead._fields).first()
+        if found is None:
             raise EpisodeNotFound(episode_id)
-        hot = episode_cache.add_and_checkout(_hot_new(episode_id, snapshot_id))
+        cold_head = LogHead(*found[1:])
+        hot = episode_cache.add_and_checkout(_hot_new(episode_id, found[0]))
     try:
         with hot.lock:
+            if cold_head is not None:
+                _hot_sync(hot, cold_head)
             yield hot
     finally:
         episode_cache.checkin(hot)
@@ -116,51 +158,176 @@ def episode_create(*, snapshot: WorldSnapshot | None = None, label: str = "") ->
     return episode
 
 
+class _Overtaken(Exception):
+    """The log is no longer where the copy was when the call ran: the call is undone and nothing was logged."""
+
+
+@cache
+def _append_sql(*, unhurried: bool) -> str:
+    """One statement: append a step if the log is still where the copy was, and move the episode's head.
+
+    ``unhurried``: the statement's own (autocommit) transaction commits without waiting for the WAL flush.
+    """
+    episode, step = Episode._meta.db_table, EpisodeStep._meta.db_table
+    # set_config(..., true) lasts for this transaction only: the connection's later commits wait as usual.
+    unhurried_cte = "unhurried AS (SELECT set_config('synchronous_commit', 'off', true)), " if unhurried else ""
+    return f"""
+        WITH {unhurried_cte}head AS (
+            SELECT id FROM {episode}{", unhurried" if unhurried else ""}
+            WHERE id = %(episode)s AND status = %(open)s AND step_count = %(after_seq)s
+                AND head_step_id IS NOT DISTINCT FROM %(after_head)s
+            FOR UPDATE OF {episode}
+        ), appended AS (
+            INSERT INTO {step} (episode_id, seq, name, arguments, result, is_error, changes, duration_ms, created_at)
+            SELECT id, %(seq)s, %(name)s, %(arguments)s::jsonb, %(result)s::jsonb, %(is_error)s,
+                %(changes)s::jsonb, %(duration_ms)s, %(now)s
+            FROM head
+            RETURNING id, seq
+        )
+        UPDATE {episode} SET step_count = appended.seq, head_step_id = appended.id, last_activity_at = %(now)s
+        FROM appended WHERE {episode}.id = %(episode)s
+        RETURNING appended.id
+    """  # noqa: S608  (table names from model metadata; every value is a bound parameter)
+
+
+def _json(value: Any) -> str | None:
+    # What the model's JSONField would store: None is SQL NULL; anything json.dumps refuses raises TypeError.
+    return None if value is None else json.dumps(value)
+
+
+def _step_append(step: EpisodeStep, *, after_head: int | None, savepoint: bool) -> int | None:
+    """Log ``step`` in one statement if the log head is still (``step.seq - 1``, ``after_head``); its id, or None.
+
+    Outside a transaction that is one autocommitted round trip; the row lock lasts only for the statement.
+    """
+    params = {
+        "episode": step.episode_id,
+        "open": Episode.Status.OPEN,
+        "after_seq": step.seq - 1,
+        "after_head": after_head,
+        "seq": step.seq,
+        "name": step.name,
+        "arguments": _json(step.arguments),
+        "result": _json(step.result),
+        "is_error": step.is_error,
+        "changes": json.dumps(step.changes),
+        "duration_ms": step.duration_ms,
+        "now": step.created_at,
+    }
+    connection = connections[DEFAULT_DB_ALIAS]
+    # Inside the caller's transaction a failed append must not abort it: a savepoint, as a nested atomic block.
+    block = transaction.atomic(using=DEFAULT_DB_ALIAS) if savepoint and connection.in_atomic_block else nullcontext()
+    # Never for a transaction that is not the step's own: the caller's writes keep the durability they asked for.
+    unhurried = settings.EPISODE_LOG_ASYNC_COMMIT and not connection.in_atomic_block
+    with block, connection.cursor() as cursor:
+        cursor.execute(_append_sql(unhurried=unhurried), params)
+        row = cursor.fetchone()
+    return None if row is None else row[0]
+
+
+def _step_try(
+    hot: HotEpisode,
+    *,
+    name: str,
+    arguments: dict,
+    fn: Callable[[], Any],
+    after: tuple[int, int | None],
+    savepoint: bool,
+) -> EpisodeStep | None:
+    """Run ``fn`` on the copy in a SQLite transaction and append it to the log if the log head is still ``after``
+    (step count, head step id).
+
+    SQLite commits only once the step is logged; when the log moved on (None), the call is rolled back.
+    """
+    logged = False
+    try:
+        with world_bound(hot.conn, now=hot.world_now), transaction.atomic(using=EPISODE_ALIAS):
+            started = time.perf_counter()
+            result = fn()
+            duration_ms = (time.perf_counter() - started) * 1000
+            if connections[EPISODE_ALIAS].needs_rollback:
+                raise EpisodeStepAborted(f"{name}: the call marked the episode's transaction for rollback")
+            changes = changes_take(hot.conn)
+            if changes and foreign_keys_pending(hot.conn):
+                # SQLite's COMMIT would refuse them; it must refuse before the step is logged, not after.
+                raise IntegrityError("FOREIGN KEY constraint failed")
+            step = EpisodeStep(
+                episode_id=hot.episode_id,
+                seq=after[0] + 1,
+                name=name,
+                arguments=arguments,
+                result=result,
+                is_error=isinstance(result, dict) and "error" in result,
+                changes=changes,
+                duration_ms=round(duration_ms, 3),
+                created_at=timezone.now(),
+            )
+            step.pk = _step_append(step, after_head=after[1], savepoint=savepoint)
+            if step.pk is None:
+                raise _Overtaken
+            logged = True
+    except _Overtaken:
+        return None
+    except BaseException:
+        if logged:
+            # Logged, but SQLite could not commit: the copy is behind its log; it is rebuilt on the next touch.
+            episode_cache.discard(hot.episode_id)
+        raise
+    hot.seq, hot.last_step_id = step.seq, step.pk
+    step._state.adding, step._state.db = False, DEFAULT_DB_ALIAS
+    hot.touched.update((change["table"], change["pk"]) for change in changes)
+    return step
+
+
 def episode_step(*, episode: EpisodeRef, name: str, arguments: dict, fn: Callable[[], Any]) -> EpisodeStep:
     """Run ``fn`` in the episode's private world (one SQLite transaction) and log it with the rows it wrote.
 
-    If ``fn`` raises, its writes are rolled back, nothing is logged and the error propagates.
+    If ``fn`` raises, its writes are rolled back, nothing is logged and the error propagates. The call runs on
+    this process's copy first and is logged in one statement if the log has not moved meanwhile; if it has
+    (another process took a step), the call is undone, the copy caught up and the call run again, so ``fn``
+    must touch nothing but the episode's world. After a few lost races the step takes the episode's row lock.
     """
     episode_id = _episode_id(episode)
     with _hot_episode(episode_id) as hot:
         if connections[EPISODE_ALIAS].connection is hot.conn:
             # Its writes would land in the enclosing block's transaction, which may still roll them back.
             raise EpisodeError("a step cannot run inside episode_world() or another step of the same episode")
-        world_committed = closed = False
-        try:
-            with transaction.atomic(using=DEFAULT_DB_ALIAS):
-                locked = _episode_lock(episode_id)
-                if locked.status != Episode.Status.OPEN:
-                    closed = True
+        for attempt in range(OPTIMISTIC_ATTEMPTS):
+            if attempt:
+                head = _log_head(episode_id)
+                if head.status != Episode.Status.OPEN:
+                    episode_cache.discard(episode_id)
                     raise EpisodeClosed(episode_id)
-                _catch_up(hot)
-                with world_bound(hot.conn, now=hot.world_now), transaction.atomic(using=EPISODE_ALIAS):
-                    started = time.perf_counter()
-                    result = fn()
-                    duration_ms = (time.perf_counter() - started) * 1000
-                    if connections[EPISODE_ALIAS].needs_rollback:
-                        raise EpisodeStepAborted(f"{name}: the call marked the episode's transaction for rollback")
-                    changes = changes_take(hot.conn)
-                    step = EpisodeStep.objects.create(
-                        episode_id=episode_id,
-                        seq=locked.step_count + 1,
-                        name=name,
-                        arguments=arguments,
-                        result=result,
-                        is_error=isinstance(result, dict) and "error" in result,
-                        changes=changes,
-                        duration_ms=round(duration_ms, 3),
-                    )
-                    Episode.objects.filter(pk=episode_id).update(step_count=step.seq, last_activity_at=timezone.now())
-                # SQLite commits first: a deferred foreign-key failure then still undoes the log entry.
-                world_committed = True
-        except BaseException:
-            if world_committed or closed:
-                # The world took a step the log did not (rebuild from the log next time), or it is of no more use.
-                episode_cache.discard(episode_id)
-            raise
-        hot.seq, hot.last_step_id = step.seq, step.pk
-        hot.touched.update((change["table"], change["pk"]) for change in changes)
+                _hot_sync(hot, head)
+            # A current copy needs no query before the call: the append itself checks it is current.
+            after = (hot.seq, hot.last_step_id)
+            step = _step_try(hot, name=name, arguments=arguments, fn=fn, after=after, savepoint=True)
+            if step is not None:
+                return step
+        return _step_locked(hot, name=name, arguments=arguments, fn=fn)
+
+
+def _step_locked(hot: HotEpisode, *, name: str, arguments: dict, fn: Callable[[], Any]) -> EpisodeStep:
+    """The step under the episode's row lock (no other process can move the log): it cannot be overtaken."""
+    step = None
+    try:
+        with transaction.atomic(using=DEFAULT_DB_ALIAS):
+            head = _log_head(hot.episode_id, lock=True)
+            if head.status != Episode.Status.OPEN:
+                raise EpisodeClosed(hot.episode_id)
+            _hot_sync(hot, head)
+            after = (head.step_count, head.head_step_id)
+            step = _step_try(hot, name=name, arguments=arguments, fn=fn, after=after, savepoint=False)
+            if step is None:
+                raise EpisodeError(f"episode {hot.episode_id}: its log moved while its row was locked")
+        # SQLite commits before Postgres here: a failed Postgres commit leaves the copy ahead of the log (below).
+    except EpisodeClosed:
+        episode_cache.discard(hot.episode_id)
+        raise
+    except BaseException:
+        if step is not None:
+            episode_cache.discard(hot.episode_id)  # the world took a step the log lost: rebuild it next time
+        raise
     return step
 
 
@@ -171,11 +338,8 @@ def episode_world(episode: EpisodeRef) -> Iterator[None]:
     Whatever the block writes is rolled back, so the world can never drift from its log.
     """
     episode_id = _episode_id(episode)
-    if not Episode.objects.filter(pk=episode_id).exists():
-        episode_cache.discard(episode_id)  # purged: another process may still hold its world
-        raise EpisodeNotFound(episode_id)
     with _hot_episode(episode_id) as hot:
-        _catch_up(hot)
+        _hot_sync(hot, _log_head(episode_id))
         with world_bound(hot.conn, now=hot.world_now), transaction.atomic(using=EPISODE_ALIAS):
             yield
             transaction.set_rollback(True, using=EPISODE_ALIAS)
@@ -201,7 +365,7 @@ def episode_diff(episode: EpisodeRef) -> dict:
         episode_cache.discard(found.pk)  # closed by another process: drop this process's copy
         return found.final_diff
     with _hot_episode(found.pk) as hot:
-        _catch_up(hot)
+        _hot_sync(hot, _head_of(found))
         return _hot_diff(hot)
 
 
@@ -212,7 +376,7 @@ def episode_state_checksum(episode: EpisodeRef) -> str:
         episode_cache.discard(found.pk)
         return found.final_checksum
     with _hot_episode(found.pk) as hot:
-        _catch_up(hot)
+        _hot_sync(hot, _head_of(found))
         return _state_checksum(hot.conn, snapshot_image(hot.snapshot_id), _hot_diff(hot))
 
 
@@ -225,7 +389,7 @@ def _episode_close(episode_id: uuid.UUID, *, idle_before: datetime | None = None
             idle_before is None or episode.last_activity_at < idle_before
         )
         if closing:
-            _catch_up(hot)
+            _hot_sync(hot, _head_of(episode))
             episode.final_diff = _hot_diff(hot)
             episode.final_checksum = _state_checksum(hot.conn, snapshot_image(hot.snapshot_id), episode.final_diff)
             episode.status = Episode.Status.CLOSED

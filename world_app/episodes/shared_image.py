@@ -75,16 +75,29 @@ class WorldConnection(sqlite3.Connection):
         self.close()
 
 
+# sqlite3_db_status() verb: whether deferred foreign-key violations are still unresolved.
+_DBSTATUS_DEFERRED_FKS = 10
+
+
 @cache
-def _sqlite_api():
-    """ctypes handles on the SQLite library that ``_sqlite3`` links, or None where in-place loading can't work."""
+def _sqlite_library() -> ctypes.CDLL | None:
+    """The SQLite library that ``_sqlite3`` links, or None where ctypes cannot reach it."""
     try:
         import _sqlite3
 
-        library = ctypes.CDLL(_sqlite3.__file__)
+        return ctypes.CDLL(_sqlite3.__file__)
+    except (ImportError, OSError):
+        return None
+
+
+@cache
+def _sqlite_api():
+    """ctypes handles on the SQLite library that ``_sqlite3`` links, or None where in-place loading can't work."""
+    library = _sqlite_library()
+    try:
         deserialize = library.sqlite3_deserialize
         limit = library.sqlite3_limit
-    except (ImportError, OSError, AttributeError):
+    except AttributeError:
         return None
     deserialize.argtypes = [
         ctypes.c_void_p,  # sqlite3*
@@ -137,3 +150,35 @@ def image_load(conn: WorldConnection, image: SharedImage) -> None:
     conn._mapping, conn._pinned = mapping, pinned
     # Reads straight from the mapping instead of copying pages into SQLite's cache.
     conn.execute(f"PRAGMA mmap_size = {image.capacity}")
+
+
+@cache
+def _db_status():
+    """``sqlite3_db_status`` where the connection handle is known to be right (see ``_sqlite_api``), else None."""
+    if _sqlite_api() is None:
+        return None
+    try:
+        db_status = _sqlite_library().sqlite3_db_status
+    except AttributeError:
+        return None
+    db_status.argtypes = [
+        ctypes.c_void_p,  # sqlite3*
+        ctypes.c_int,  # verb
+        ctypes.POINTER(ctypes.c_int),  # current value
+        ctypes.POINTER(ctypes.c_int),  # highwater
+        ctypes.c_int,  # reset flag
+    ]
+    db_status.restype = ctypes.c_int
+    return db_status
+
+
+def foreign_keys_pending(conn: sqlite3.Connection) -> bool:
+    """Whether the open transaction holds deferred foreign-key violations (its COMMIT would fail)."""
+    db_status = _db_status()
+    if db_status is None:
+        # Slower, same answer: the worlds' snapshots hold no violation, so any found is this transaction's.
+        return conn.execute("PRAGMA foreign_key_check").fetchone() is not None
+    current, highwater = ctypes.c_int(0), ctypes.c_int(0)
+    if db_status(_db_handle(conn), _DBSTATUS_DEFERRED_FKS, ctypes.byref(current), ctypes.byref(highwater), 0) != 0:
+        return conn.execute("PRAGMA foreign_key_check").fetchone() is not None
+    return current.value != 0

@@ -46,6 +46,9 @@ class Episode(models.Model):
     status = models.CharField(max_length=8, choices=Status.choices, default=Status.OPEN, db_index=True)
     label = models.CharField(max_length=200, blank=True, help_text="Who opened it and why (run, task, policy).")
     step_count = models.PositiveIntegerField(default=0)
+    # The id of the step at ``step_count`` (ids are never reused): a copy that took a step Postgres lost, and
+    # was then overtaken by another process's step of the same number, still differs from the log here.
+    head_step_id = models.BigIntegerField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     last_activity_at = models.DateTimeField(auto_now_add=True, db_index=True)
     closed_at = models.DateTimeField(null=True, blank=True)
