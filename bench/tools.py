@@ -592,7 +592,7 @@ def main() -> None:
     )
     print(
         f"where the time goes: a logged call that does nothing costs {figures['step_overhead_p50_ms']} ms (p50: the "
-        "episode row lock, the catch-up check, the step INSERT, the episode UPDATE, the commit); "
+        "one-statement append of the step to the episode's log in Postgres); "
         "'tool p50' is the tool's own time in the episode's SQLite world; PG/SQLite columns: statements per call"
     )
     if remote:

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from world_app.episodes import episode_step
 from world_app.models import EpisodeStep
-from world_app.tools import invoke_tool
+from world_app.tools.registry import call_tool_step
 
 
 def episode_tool_call(*, episode_id: Any, name: str, arguments: dict) -> EpisodeStep:
@@ -14,4 +13,4 @@ def episode_tool_call(*, episode_id: Any, name: str, arguments: dict) -> Episode
 
     Like ``call_tool``, which answers with the result only: the API also reports the step's number and duration.
     """
-    return episode_step(episode=episode_id, name=name, arguments=arguments, fn=lambda: invoke_tool(name, arguments))
+    return call_tool_step(episode_id, name, arguments)

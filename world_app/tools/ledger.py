@@ -13,6 +13,7 @@ from decimal import Decimal
 from django.db.models import Sum
 
 from world_app.models import Order, Payment, PaymentStatus, Refund, RefundStatus
+from world_app.tools.baked import BakedQuery
 
 ZERO = Decimal("0.00")
 # Payments whose money was taken at some point (a refunded payment was captured first).
@@ -75,9 +76,14 @@ class OrderLedger:
         return refunded_quantities(self.refunds)
 
 
+# Baked (world_app/tools/baked.py): every money tool reads these, and compiling them cost more than running them.
+ORDER_PAYMENTS = BakedQuery(Payment, lambda order_id: Payment.objects.filter(order_id=order_id).order_by("id"))
+PAYMENT_REFUNDS = BakedQuery(Refund, lambda ids: Refund.objects.filter(payment_id__in=ids).order_by("id"))
+
+
 def order_ledger(order: Order) -> OrderLedger:
-    payments = list(Payment.objects.filter(order=order).order_by("id"))
-    refunds = list(Refund.objects.filter(payment__order=order).order_by("id"))
+    payments = ORDER_PAYMENTS(order.id)
+    refunds = PAYMENT_REFUNDS([payment.id for payment in payments])
     per_payment: dict[str, Decimal] = defaultdict(lambda: ZERO)
     for refund in refunds:
         if refund.status != RefundStatus.REJECTED:

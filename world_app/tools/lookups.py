@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from functools import cache
+
 from django.db.models import Model
 
 from world_app.models import Customer, Employee, Order, OrderLineItem, Product, SupportTicket
+from world_app.tools.baked import BakedQuery
 from world_app.tools.results import ErrorCode, ToolError, not_found
 
 ENTITY_NAMES = {
@@ -17,9 +20,38 @@ ENTITY_NAMES = {
 }
 
 
+@cache
+def _by_id(model: type[Model]) -> BakedQuery:
+    # Nearly every tool starts here: baked, the look-up costs what the database takes, not a compile.
+    return BakedQuery(model, lambda entity_id: model.objects.filter(pk=entity_id))
+
+
+def _one(model: type[Model], entity_id: str) -> Model | None:
+    return next(iter(_by_id(model)(entity_id)), None)
+
+
+def _load_related(found: Model, path: str) -> None:
+    """What ``select_related(path)`` would load ("order__customer"), one baked look-up by id per step."""
+    holder = found
+    for name in path.split("__"):
+        relation = holder._meta.get_field(name)
+        target_id = getattr(holder, relation.attname)
+        if isinstance(target_id, str) and not relation.is_cached(holder):
+            target = _one(relation.related_model, target_id)
+            if target is not None:  # a dangling id is left to the ORM (and its DoesNotExist)
+                setattr(holder, name, target)
+        holder = getattr(holder, name)
+        if holder is None:
+            return
+
+
 def fetch(model: type[Model], entity_id: str, *, field: str, related: tuple[str, ...] = ()) -> Model:
-    queryset = model.objects.select_related(*related) if related else model.objects
-    found = queryset.filter(pk=entity_id).first()
+    if isinstance(entity_id, str):
+        found = _one(model, entity_id)
+        for path in related if found is not None else ():
+            _load_related(found, path)
+    else:
+        found = model.objects.select_related(*related).filter(pk=entity_id).first()
     if found is None:
         raise not_found(ENTITY_NAMES.get(model, model._meta.verbose_name), entity_id, field=field)
     return found

@@ -2,24 +2,29 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Literal
 
-from django.db.models import Q, prefetch_related_objects
+from django.db.models import Q
 from pydantic import Field, model_validator
 
 from world_app.models import (
     Bundle,
     Customer,
+    Escalation,
     KnowledgeBaseArticle,
     Order,
     OrderLineItem,
     Product,
+    Resolution,
     Shipment,
     SupportTicket,
+    TicketMessage,
     TicketStatus,
     TicketType,
     WarrantyClaim,
 )
+from world_app.tools.baked import BakedQuery
 from world_app.tools.coverage import delivered_at, return_window, warranty_coverage
 from world_app.tools.ledger import order_ledger
 from world_app.tools.lookups import fetch, resolve_line
@@ -44,6 +49,39 @@ from world_app.tools.records import (
 from world_app.tools.registry import tool
 from world_app.tools.results import canonical, money, not_found, page, when, world_today
 
+# The look-ups of these tools, baked (world_app/tools/baked.py): they run on every call, and compiling them
+# each time cost more than running them.
+PRODUCTS = BakedQuery(Product, lambda ids: Product.objects.filter(pk__in=ids))
+ORDER_LINES = BakedQuery(OrderLineItem, lambda order_id: OrderLineItem.objects.filter(order_id=order_id).order_by("id"))
+ORDER_SHIPMENTS = BakedQuery(Shipment, lambda order_id: Shipment.objects.filter(order_id=order_id).order_by("id"))
+LINE_CLAIMS = BakedQuery(WarrantyClaim, lambda ids: WarrantyClaim.objects.filter(line_item_id__in=ids).order_by("id"))
+ORDER_TICKETS = BakedQuery(
+    SupportTicket, lambda order_id: SupportTicket.objects.filter(order_id=order_id).order_by("created_at", "id")
+)
+TICKET_MESSAGES = BakedQuery(TicketMessage, lambda ids: TicketMessage.objects.filter(ticket_id__in=ids))
+TICKET_RESOLUTIONS = BakedQuery(Resolution, lambda ids: Resolution.objects.filter(ticket_id__in=ids))
+TICKET_ESCALATIONS = BakedQuery(Escalation, lambda ids: Escalation.objects.filter(ticket_id__in=ids))
+TICKET_CLAIMS = BakedQuery(WarrantyClaim, lambda ids: WarrantyClaim.objects.filter(ticket_id__in=ids))
+PRODUCT_ARTICLES = BakedQuery(
+    KnowledgeBaseArticle,
+    lambda product_id, category: KnowledgeBaseArticle.objects.filter(
+        Q(product_id=product_id) | Q(product__isnull=True, product_category=category), is_published=True
+    ).order_by("id"),
+)
+PRODUCT_BUNDLES = BakedQuery(
+    Bundle,
+    lambda product_id, *, today: (
+        Bundle.objects.filter(items__product_id=product_id, is_active=True)
+        .filter(Q(valid_from__isnull=True) | Q(valid_from__lte=today))
+        .filter(Q(valid_until__isnull=True) | Q(valid_until__gte=today))
+        .order_by("id")
+    ),
+)
+
+
+def _keyed(rows: list) -> dict:
+    return {row.id: row for row in rows}
+
 
 class GetOrderDetailsParams(ToolParams):
     order_id: EntityId = Field(description="Order id, e.g. ord-250812-017.")
@@ -58,16 +96,18 @@ def get_order_details(p: GetOrderDetailsParams) -> dict:
     `refund_summary.refundable_remaining` is the most that can still be refunded (captured payments less
     earlier refunds, never the shipping cost).
     """
-    order = fetch(Order, p.order_id, field="order_id", related=("customer",))
-    lines = list(OrderLineItem.objects.filter(order=order).select_related("product").order_by("id"))
-    shipments = list(Shipment.objects.filter(order=order).order_by("id"))
+    order = fetch(Order, p.order_id, field="order_id")
+    order.customer = fetch(Customer, order.customer_id, field="customer_id")
+    lines = ORDER_LINES(order.id)
+    products = _keyed(PRODUCTS(sorted({line.product_id for line in lines})))
+    for line in lines:
+        line.product = products[line.product_id]
+    shipments = ORDER_SHIPMENTS(order.id)
     ledger = order_ledger(order)
     refunded_units = ledger.refunded_quantities()
     delivered = delivered_at(shipments)
-    claims = list(WarrantyClaim.objects.filter(line_item__order=order).order_by("id"))
-    tickets = list(
-        SupportTicket.objects.filter(order=order).order_by("created_at", "id").values("id", "status", "subject")
-    )
+    claims = LINE_CLAIMS([line.id for line in lines])
+    tickets = [{"id": t.id, "status": t.status, "subject": t.subject} for t in ORDER_TICKETS(order.id)]
     line_items = []
     for line in lines:
         coverage = warranty_coverage(delivered, line.product.warranty_months)
@@ -125,27 +165,16 @@ def get_product(p: GetProductParams) -> dict:
         product = Product.objects.filter(sku__iexact=p.sku).first()
         if product is None:
             raise not_found("product", p.sku, field="sku")
-    articles = list(
-        KnowledgeBaseArticle.objects.filter(
-            Q(product=product) | Q(product__isnull=True, product_category=product.category), is_published=True
-        ).order_by("id")
-    )
+    articles = PRODUCT_ARTICLES(product.id, product.category)
     own = [article_brief(a) for a in articles if a.product_id == product.id]
     category = [article_brief(a) for a in articles if a.product_id is None]
-    today = world_today()
-    bundles = (
-        Bundle.objects.filter(items__product=product, is_active=True)
-        .filter(Q(valid_from__isnull=True) | Q(valid_from__lte=today))
-        .filter(Q(valid_until__isnull=True) | Q(valid_until__gte=today))
-        .order_by("id")
-        .values("id", "name", "price")
-    )
+    bundles = PRODUCT_BUNDLES(product.id, today=world_today())
     return {
         **product_record(product),
         "description": product.description,
         "articles": own,
         "category_articles": category,
-        "bundles": [{"id": b["id"], "name": b["name"], "price": money(b["price"])} for b in bundles],
+        "bundles": [{"id": b.id, "name": b.name, "price": money(b.price)} for b in bundles],
     }
 
 
@@ -155,18 +184,41 @@ class GetCustomerTicketHistoryParams(PageParams):
     ticket_type: Literal[tuple(TicketType.values)] | None = Field(None, description="Only tickets of this type.")
 
 
-def _load_ticket_children(tickets: list[SupportTicket]) -> None:
-    prefetch_related_objects(tickets, "messages", "resolutions", "escalations", "warranty_claims")
+def _by_ticket(rows: list) -> dict[str, list]:
+    grouped: dict[str, list] = {}
+    for row in rows:
+        grouped.setdefault(row.ticket_id, []).append(row)
+    return grouped
 
 
-def _ticket_with_history(ticket: SupportTicket) -> dict:
-    return {
-        **ticket_record(ticket),
-        "messages": [message_record(m) for m in sorted(ticket.messages.all(), key=lambda m: (m.sent_at, m.id))],
-        "resolutions": [resolution_record(r) for r in sorted(ticket.resolutions.all(), key=lambda r: r.id)],
-        "escalations": [escalation_record(e) for e in sorted(ticket.escalations.all(), key=lambda e: e.id)],
-        "warranty_claims": [warranty_claim_record(c) for c in sorted(ticket.warranty_claims.all(), key=lambda c: c.id)],
-    }
+@dataclass
+class TicketHistory:
+    """What a page of tickets shows besides the tickets: each one's messages, resolutions, escalations, claims."""
+
+    messages: dict[str, list[TicketMessage]] = field(default_factory=dict)
+    resolutions: dict[str, list[Resolution]] = field(default_factory=dict)
+    escalations: dict[str, list[Escalation]] = field(default_factory=dict)
+    claims: dict[str, list[WarrantyClaim]] = field(default_factory=dict)
+
+    def load(self, tickets: list[SupportTicket]) -> None:
+        ids = [t.id for t in tickets]
+        self.messages = _by_ticket(TICKET_MESSAGES(ids))
+        self.resolutions = _by_ticket(TICKET_RESOLUTIONS(ids))
+        self.escalations = _by_ticket(TICKET_ESCALATIONS(ids))
+        self.claims = _by_ticket(TICKET_CLAIMS(ids))
+
+    def record(self, ticket: SupportTicket) -> dict:
+        messages = sorted(self.messages.get(ticket.id, []), key=lambda m: (m.sent_at, m.id))
+        resolutions = sorted(self.resolutions.get(ticket.id, []), key=lambda r: r.id)
+        escalations = sorted(self.escalations.get(ticket.id, []), key=lambda e: e.id)
+        claims = sorted(self.claims.get(ticket.id, []), key=lambda c: c.id)
+        return {
+            **ticket_record(ticket),
+            "messages": [message_record(m) for m in messages],
+            "resolutions": [resolution_record(r) for r in resolutions],
+            "escalations": [escalation_record(e) for e in escalations],
+            "warranty_claims": [warranty_claim_record(c) for c in claims],
+        }
 
 
 @tool(group="read", params=GetCustomerTicketHistoryParams)
@@ -177,12 +229,13 @@ def get_customer_ticket_history(p: GetCustomerTicketHistoryParams) -> dict:
     Paged like the searches: `total` and `has_more` say whether older tickets remain.
     """
     customer = fetch(Customer, p.customer_id, field="customer_id")
-    queryset = SupportTicket.objects.filter(customer=customer).order_by("-created_at", "-id")
+    queryset = SupportTicket.objects.filter(customer_id=customer.id).order_by("-created_at", "-id")
     if p.status:
         queryset = queryset.filter(status=p.status)
     if p.ticket_type:
         queryset = queryset.filter(ticket_type=p.ticket_type)
-    history = page(queryset, offset=p.offset, limit=p.limit, record=_ticket_with_history, prepare=_load_ticket_children)
+    children = TicketHistory()
+    history = page(queryset, offset=p.offset, limit=p.limit, record=children.record, prepare=children.load)
     return {"customer": customer_record(customer), **history}
 
 
@@ -200,9 +253,9 @@ def check_warranty_status(p: CheckWarrantyStatusParams) -> dict:
     return window, and earlier claims on the line.
     """
     line = resolve_line(line_item_id=p.line_item_id, order_id=p.order_id, product_id=p.product_id)
-    delivered = delivered_at(Shipment.objects.filter(order_id=line.order_id))
+    delivered = delivered_at(ORDER_SHIPMENTS(line.order_id))
     coverage = warranty_coverage(delivered, line.product.warranty_months)
-    claims = WarrantyClaim.objects.filter(line_item=line).order_by("id")
+    claims = LINE_CLAIMS([line.id])
     return {
         "order_id": line.order_id,
         "line_item_id": line.id,

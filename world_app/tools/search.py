@@ -12,7 +12,7 @@ from decimal import Decimal
 from types import UnionType
 from typing import Literal, Union, get_args, get_origin
 
-from django.db.models import Case, F, IntegerField, Q, QuerySet, Value, When, prefetch_related_objects
+from django.db.models import Case, F, IntegerField, Q, QuerySet, Value, When
 from pydantic import Field
 
 from world_app.models import (
@@ -46,6 +46,7 @@ from world_app.models import (
 )
 from world_app.models.people import EMPLOYEE_PERMISSIONS
 from world_app.specs import SPEC_BY_CATEGORY
+from world_app.tools.baked import BakedQuery
 from world_app.tools.ledger import refunded_by_payment
 from world_app.tools.params import (
     EntityId,
@@ -587,12 +588,25 @@ class SearchBuildsParams(PageParams):
 BUILD_SORTS = {"newest": ("-created_at", "-id"), "oldest": ("created_at", "id")}
 
 
-def load_build_parts(builds: list[Build]) -> None:
-    prefetch_related_objects(builds, "components__product")
+BUILD_COMPONENTS = BakedQuery(BuildComponent, lambda ids: BuildComponent.objects.filter(build_id__in=ids))
+PRODUCTS = BakedQuery(Product, lambda ids: Product.objects.filter(pk__in=ids))
 
 
-def build_with_parts(build: Build) -> dict:
-    return build_record(build, list(build.components.all()))
+class BuildParts:
+    """The parts of a page of builds, loaded in two baked queries (a prefetch costs several times more)."""
+
+    def __init__(self) -> None:
+        self.parts: dict[str, list[BuildComponent]] = {}
+
+    def load(self, builds: list[Build]) -> None:
+        components = BUILD_COMPONENTS([b.id for b in builds])
+        products = {product.id: product for product in PRODUCTS(sorted({c.product_id for c in components}))}
+        for component in components:
+            component.product = products[component.product_id]
+            self.parts.setdefault(component.build_id, []).append(component)
+
+    def record(self, build: Build) -> dict:
+        return build_record(build, self.parts.get(build.id, []))
 
 
 @tool(group="search", params=SearchBuildsParams)
@@ -610,4 +624,5 @@ def search_builds(p: SearchBuildsParams) -> dict:
     if p.product_id:
         condition &= Q(id__in=BuildComponent.objects.filter(product_id=p.product_id).values("build_id"))
     queryset = Build.objects.filter(condition).order_by(*BUILD_SORTS[p.sort])
-    return paged(queryset, p, build_with_parts, load_build_parts)
+    parts = BuildParts()
+    return paged(queryset, p, parts.record, parts.load)

@@ -1,5 +1,7 @@
 """call_tool: tools run inside an episode's private SQLite world, and every call is logged as a step."""
 
+import json
+
 import pytest
 
 from world_app.episodes import EpisodeClosed, episode_close, episode_create, episode_world
@@ -8,6 +10,7 @@ from world_app.episodes.images import snapshot_images_clear
 from world_app.models import EpisodeStep, Order, Refund
 from world_app.snapshots import snapshot_publish
 from world_app.tools import call_tool, invoke_tool
+from world_app.tools.registry import call_tool_step
 
 pytestmark = pytest.mark.django_db(databases=["default", "episode"])
 
@@ -194,3 +197,53 @@ def test_reads_answer_the_same_on_postgres_and_in_an_episode(published):
         assert "error" not in live, (name, live)
         in_episode = call_tool(episode, name, arguments)
         assert in_episode == live, name
+
+
+def test_call_tool_step_returns_the_logged_step(published):
+    episode = episode_create(label="step")
+    step = call_tool_step(episode, "get_product", {"product_id": published.gpu.id})
+    assert (step.seq, step.name, step.is_error) == (1, "get_product", False)
+    assert step.result["name"] == "RTX 4070 Windforce" and step.duration_ms > 0
+    stored = EpisodeStep.objects.get(pk=step.pk)
+    assert (stored.seq, stored.result, stored.arguments) == (1, step.result, {"product_id": published.gpu.id})
+    assert call_tool(episode, "get_product", {"product_id": published.gpu.id}) == step.result
+    assert EpisodeStep.objects.filter(episode=episode).count() == 2
+
+
+@pytest.mark.parametrize(
+    ("arguments", "field", "logged"),
+    [
+        ({"query": "dana\x00"}, "query", {"query": repr("dana\x00")}),
+        ({"query": "\ud800 lone"}, "query", {"query": repr("\ud800 lone")}),
+        ({"items": [{"product_id": "prd-1"}, {"product_id": "x\udfff"}]}, "items[1].product_id", None),
+        ({"bad\x00key": 1}, repr("bad\x00key"), {repr("bad\x00key"): 1}),
+    ],
+)
+def test_text_postgres_cannot_store_is_refused_and_the_call_logged_storably(published, arguments, field, logged):
+    episode = episode_create(label="unstorable")
+    result = call_tool(episode, "search_customers", arguments)
+    assert result["error"]["code"] == "invalid_arguments"
+    assert result["error"]["field"] == field
+    assert field in result["error"]["message"]
+    step = EpisodeStep.objects.get(episode=episode, seq=1)
+    assert step.is_error and step.result == result and step.changes == []
+    if logged is not None:
+        assert step.arguments == logged
+    assert "\x00" not in json.dumps(step.arguments)
+    # The episode goes on: the next call is logged as step 2.
+    assert call_tool_step(episode, "search_customers", {"query": "dana"}).seq == 2
+
+
+def test_an_emoji_is_stored_as_is(published):
+    episode = episode_create(label="emoji")
+    result = call_tool(episode, "search_customers", {"query": "Dana 😀"})
+    assert "error" not in result
+    assert EpisodeStep.objects.get(episode=episode, seq=1).arguments == {"query": "Dana 😀"}
+
+
+def test_an_unstorable_tool_name_is_an_unknown_tool(published):
+    episode = episode_create(label="name")
+    result = call_tool(episode, "drop\x00tables" + "x" * 200, {})
+    assert result["error"]["code"] == "unknown_tool"
+    step = EpisodeStep.objects.get(episode=episode, seq=1)
+    assert step.name.startswith("'drop\\x00tables") and len(step.name) == 100

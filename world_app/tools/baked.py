@@ -1,0 +1,140 @@
+"""Baked queries: a queryset compiled to SQL once per database, then run again with new values.
+
+Django compiles a queryset to SQL on every run. For the small look-ups a tool makes (one order, its lines,
+their payments) that compile is most of the time: 0.3-0.8 ms of Python against 0.02 ms for SQLite to answer.
+A baked query is built once per database and shape with stand-in values; its SQL, the place of each value in
+its parameters and the column converters are kept, and each call runs that SQL with the real values and makes
+the same model instances the ORM would (``Model.from_db`` after the same converters). SQLAlchemy's baked
+queries do the same.
+
+What may vary between calls: the string values of look-ups that pass them through unchanged (``exact``,
+``in``, ``gte``...; not ``iexact`` or ``contains``, which rewrite them), and whether a value is None (the
+build may then leave its filter out). An ``in`` list is padded to a power of two by repeating its last item,
+so a few compiled forms serve every length. Anything else that changes the SQL (a date, a slice) is
+``shape``: a keyword argument of the call, passed to ``build`` and part of the cache key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from django.core.exceptions import EmptyResultSet, ImproperlyConfigured
+from django.db import connections, router
+from django.db.models import Model, QuerySet
+
+M = TypeVar("M", bound=Model)
+# A stand-in can never be a real value: real ones come from JSON the log could store (no NUL).
+_MARK = "\x00baked\x00"
+Value = str | Sequence[str] | None
+
+
+@dataclass(frozen=True)
+class _Statement:
+    sql: str
+    # Per parameter: (index of the value, position in it or None for a string), or (None, the constant).
+    slots: tuple[tuple[int | None, Any], ...]
+    field_names: tuple[str, ...]
+    converters: tuple[tuple[int, tuple[Callable, ...], Any], ...]
+
+
+def _stand_in(index: int, position: int | None) -> str:
+    return f"{_MARK}{index}:{position}"
+
+
+def _stand_ins(values: tuple[Value, ...]) -> list[Value]:
+    out: list[Value] = []
+    for index, value in enumerate(values):
+        if value is None:
+            out.append(None)
+        elif isinstance(value, str):
+            out.append(_stand_in(index, None))
+        else:
+            out.append([_stand_in(index, position) for position in range(len(value))])
+    return out
+
+
+def _padded(value: Value) -> Value:
+    """An ``in`` list grown to the next power of two by repeating its last item (same rows, few compiled forms)."""
+    if value is None or isinstance(value, str) or not value:
+        return value
+    size = 1 << (len(value) - 1).bit_length()
+    return [*value, *[value[-1]] * (size - len(value))]
+
+
+def _value_shape(value: Value) -> int | str:
+    if value is None:
+        return "none"
+    if isinstance(value, str):
+        return "one"
+    return len(value)
+
+
+class BakedQuery(Generic[M]):
+    """``build(*values, **shape)`` -> the queryset; calling the baked query returns its rows as model instances."""
+
+    def __init__(self, model: type[M], build: Callable[..., QuerySet[M]]) -> None:
+        self.model = model
+        self._build = build
+        self._statements: dict[Hashable, _Statement | None] = {}
+
+    def __call__(self, *values: Value, **shape: Hashable) -> list[M]:
+        db = router.db_for_read(self.model)
+        values = tuple(_padded(v) for v in values)
+        key = (db, tuple(_value_shape(v) for v in values), tuple(sorted(shape.items())))
+        try:
+            statement = self._statements[key]
+        except KeyError:
+            statement = self._statements[key] = self._bake(db, values, shape)
+        if statement is None:
+            return []  # compiles to nothing, e.g. an empty ``in`` list
+        params = [at if i is None else (values[i] if at is None else values[i][at]) for i, at in statement.slots]
+        connection = connections[db]
+        with connection.cursor() as cursor:
+            cursor.execute(statement.sql, params)
+            rows = cursor.fetchall()
+        instances = []
+        for row in rows:
+            row = list(row)
+            for position, functions, expression in statement.converters:
+                value = row[position]
+                for convert in functions:
+                    value = convert(value, expression, connection)
+                row[position] = value
+            instances.append(self.model.from_db(db, statement.field_names, row))
+        return instances
+
+    def _bake(self, db: str, values: tuple[Value, ...], shape: dict) -> _Statement | None:
+        for value in values:
+            if value is not None and not isinstance(value, str) and not all(isinstance(v, str) for v in value):
+                raise ImproperlyConfigured(f"baked {self.model.__name__} query: values are strings or lists of them")
+        queryset = self._build(*_stand_ins(values), **shape)
+        if queryset.model is not self.model or queryset.query.select_related:
+            raise ImproperlyConfigured(f"baked {self.model.__name__} query: one model, no select_related")
+        compiler = queryset.query.get_compiler(using=db)
+        try:
+            sql, params = compiler.as_sql()
+        except EmptyResultSet:
+            return None
+        slots = []
+        for param in params:
+            if isinstance(param, str) and param.startswith(_MARK):
+                index, position = param[len(_MARK) :].split(":")
+                slots.append((int(index), None if position == "None" else int(position)))
+            elif isinstance(param, str) and _MARK in param:
+                raise ImproperlyConfigured(
+                    f"baked {self.model.__name__} query: a value was rewritten ({param!r}); bake exact and in look-ups"
+                )
+            else:
+                slots.append((None, param))
+        columns = compiler.select[: compiler.col_count]
+        if compiler.annotation_col_map or any(not hasattr(col[0], "target") for col in columns):
+            raise ImproperlyConfigured(f"baked {self.model.__name__} query: model columns only")
+        converters = compiler.get_converters([col[0] for col in columns])
+        return _Statement(
+            sql=sql,
+            slots=tuple(slots),
+            field_names=tuple(col[0].target.attname for col in columns),
+            converters=tuple((pos, tuple(functions), expr) for pos, (functions, expr) in converters.items()),
+        )
