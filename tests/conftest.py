@@ -70,3 +70,16 @@ def seeded_world(seeded_world_session, django_db_blocker):
         if not intact:
             _seed_test_world()
     return seeded_world_session
+
+
+@pytest.fixture
+def fresh_episode_state():
+    """This process starts and ends the test with no hot episode and no cached snapshot image, as a new process."""
+    from world_app.episodes.cache import episode_cache
+    from world_app.episodes.images import snapshot_images_clear
+
+    episode_cache.clear()
+    snapshot_images_clear()
+    yield
+    episode_cache.clear()
+    snapshot_images_clear()

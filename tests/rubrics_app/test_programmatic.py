@@ -12,21 +12,11 @@ from rubrics_app.programmatic import criteria_evaluate, reward
 from tests.factories import small_world
 from world_app.episodes import episode_close, episode_create
 from world_app.episodes.cache import episode_cache
-from world_app.episodes.images import snapshot_images_clear
 from world_app.models import Order
 from world_app.snapshots import snapshot_publish
 from world_app.tools.registry import call_tool
 
-pytestmark = pytest.mark.django_db(databases=["default", "episode"])
-
-
-@pytest.fixture(autouse=True)
-def _fresh_process_state():
-    episode_cache.clear()
-    snapshot_images_clear()
-    yield
-    episode_cache.clear()
-    snapshot_images_clear()
+pytestmark = [pytest.mark.django_db(databases=["default", "episode"]), pytest.mark.usefixtures("fresh_episode_state")]
 
 
 @pytest.fixture

@@ -13,21 +13,10 @@ from tasks_app.services.reference_solution import reference_solution_run
 from tasks_app.services.tasks import task_update
 from tests.factories import small_world
 from tests.tasks_app.factories import reviewer, task_make
-from world_app.episodes.cache import episode_cache
-from world_app.episodes.images import snapshot_images_clear
 from world_app.models import Episode, EpisodeStep, Order
 from world_app.snapshots import snapshot_publish
 
-pytestmark = pytest.mark.django_db(databases=["default", "episode"])
-
-
-@pytest.fixture(autouse=True)
-def _fresh_process_state():
-    episode_cache.clear()
-    snapshot_images_clear()
-    yield
-    episode_cache.clear()
-    snapshot_images_clear()
+pytestmark = [pytest.mark.django_db(databases=["default", "episode"]), pytest.mark.usefixtures("fresh_episode_state")]
 
 
 @pytest.fixture

@@ -35,16 +35,7 @@ from world_app.episodes.images import snapshot_images_clear
 from world_app.models import Customer, Episode, EpisodeStep, Order, Product, WorldSnapshot
 from world_app.snapshots import snapshot_publish
 
-pytestmark = pytest.mark.django_db(databases=["default", "episode"])
-
-
-@pytest.fixture(autouse=True)
-def _fresh_process_state():
-    episode_cache.clear()
-    snapshot_images_clear()
-    yield
-    episode_cache.clear()
-    snapshot_images_clear()
+pytestmark = [pytest.mark.django_db(databases=["default", "episode"]), pytest.mark.usefixtures("fresh_episode_state")]
 
 
 @pytest.fixture

@@ -26,13 +26,15 @@ from mcp.shared.exceptions import MCPError
 from tests.factories import SupportTicketFactory, small_world
 from tests.processes import ROOT, app_process_env
 from world_app.episodes import episode_close, episode_create, episode_diff
-from world_app.episodes.cache import episode_cache
-from world_app.episodes.images import snapshot_images_clear
 from world_app.models import EpisodeStep, SupportTicket
 from world_app.snapshots import snapshot_publish
 from world_app.tools import all_tools
 
-pytestmark = [pytest.mark.django_db(transaction=True, databases=["default", "episode"]), pytest.mark.slow]
+pytestmark = [
+    pytest.mark.django_db(transaction=True, databases=["default", "episode"]),
+    pytest.mark.slow,
+    pytest.mark.usefixtures("fresh_episode_state"),
+]
 
 SERVER_START_TIMEOUT_S = 60
 CLIENT_TIMEOUT_S = 60
@@ -47,15 +49,6 @@ INITIALIZE = {
     "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "probe", "version": "0"}},
 }
 MCP_ACCEPT = {"accept": "application/json, text/event-stream"}
-
-
-@pytest.fixture(autouse=True)
-def _fresh_process_state():
-    episode_cache.clear()
-    snapshot_images_clear()
-    yield
-    episode_cache.clear()
-    snapshot_images_clear()
 
 
 @pytest.fixture

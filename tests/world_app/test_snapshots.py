@@ -18,22 +18,12 @@ from world_app.episodes import (
     episode_state_from_log,
     episode_step,
 )
-from world_app.episodes.cache import episode_cache
-from world_app.episodes.images import snapshot_image, snapshot_images_clear
+from world_app.episodes.images import snapshot_image
 from world_app.episodes.shared_image import in_place_loading
 from world_app.models import WORLD_MODELS, Customer, Order, WorldSnapshot
 from world_app.snapshots import snapshot_latest, snapshot_publish
 
-pytestmark = pytest.mark.django_db(databases=["default", "episode"])
-
-
-@pytest.fixture(autouse=True)
-def _fresh_process_state():
-    episode_cache.clear()
-    snapshot_images_clear()
-    yield
-    episode_cache.clear()
-    snapshot_images_clear()
+pytestmark = [pytest.mark.django_db(databases=["default", "episode"]), pytest.mark.usefixtures("fresh_episode_state")]
 
 
 def _image_db(snapshot: WorldSnapshot) -> sqlite3.Connection:

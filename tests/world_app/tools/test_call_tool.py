@@ -5,23 +5,12 @@ import json
 import pytest
 
 from world_app.episodes import EpisodeClosed, episode_close, episode_create, episode_world
-from world_app.episodes.cache import episode_cache
-from world_app.episodes.images import snapshot_images_clear
 from world_app.models import EpisodeStep, Order, Refund
 from world_app.snapshots import snapshot_publish
 from world_app.tools import call_tool, invoke_tool
 from world_app.tools.registry import call_tool_step
 
-pytestmark = pytest.mark.django_db(databases=["default", "episode"])
-
-
-@pytest.fixture(autouse=True)
-def _fresh_episode_state():
-    episode_cache.clear()
-    snapshot_images_clear()
-    yield
-    episode_cache.clear()
-    snapshot_images_clear()
+pytestmark = [pytest.mark.django_db(databases=["default", "episode"]), pytest.mark.usefixtures("fresh_episode_state")]
 
 
 @pytest.fixture

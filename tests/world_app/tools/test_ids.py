@@ -5,8 +5,6 @@ from django.db import connections
 
 from tests.factories import CustomerFactory
 from world_app.episodes import episode_create, episode_world
-from world_app.episodes.cache import episode_cache
-from world_app.episodes.images import snapshot_images_clear
 from world_app.models import Build
 from world_app.snapshots import snapshot_publish
 from world_app.tools.ids import new_id, new_ids
@@ -39,16 +37,7 @@ def test_past_99999_and_past_odd_ids_the_range_is_read_in_full():
     assert new_id(Build) == "bld-w100001"
 
 
-@pytest.fixture
-def _fresh_episode_state():
-    episode_cache.clear()
-    snapshot_images_clear()
-    yield
-    episode_cache.clear()
-    snapshot_images_clear()
-
-
-@pytest.mark.usefixtures("_fresh_episode_state")
+@pytest.mark.usefixtures("fresh_episode_state")
 def test_in_an_episode_the_look_up_walks_the_primary_key_not_the_table():
     customer = CustomerFactory()
     builds(customer, "bld-00001", "bld-w00003")
