@@ -8,14 +8,18 @@ the same model instances the ORM would (``Model.from_db`` after the same convert
 queries do the same.
 
 What may vary between calls: the string values of look-ups that pass them through unchanged (``exact``,
-``in``, ``gte``...; not ``iexact`` or ``contains``, which rewrite them), and whether a value is None (the
-build may then leave its filter out). An ``in`` list is padded to a power of two by repeating its last item,
+``in``, ``gte``...), of ``contains`` and ``icontains`` (rewritten at each call as Django does:
+``%value%`` with ``%``, ``_`` and ``\\`` escaped; not ``iexact`` or ``startswith``), and whether a value is None
+(the build may then leave its filter out). An ``in`` list is padded to a power of two by repeating its last item,
 so a few compiled forms serve every length. Anything else that changes the SQL (a date, a slice) is
 ``shape``: a keyword argument of the call, passed to ``build`` and part of the cache key.
+
+``count(*values, **shape)`` answers how many rows the same query has (its ordering dropped), baked the same way.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -28,13 +32,16 @@ M = TypeVar("M", bound=Model)
 # A stand-in can never be a real value: real ones come from JSON the log could store (no NUL).
 _MARK = "\x00baked\x00"
 Value = str | Sequence[str] | None
+# A parameter that is a stand-in as given, or as contains/icontains wrap it (``%stand-in%``).
+_SLOT = re.compile(f"(?P<open>%?){re.escape(_MARK)}(?P<index>[0-9]+):(?P<position>None|[0-9]+)(?P<close>%?)")
 
 
 @dataclass(frozen=True)
 class _Statement:
     sql: str
-    # Per parameter: (index of the value, position in it or None for a string), or (None, the constant).
-    slots: tuple[tuple[int | None, Any], ...]
+    # Per parameter: (index of the value, position in it or None for a string, whether it is a ``contains``
+    # pattern), or (None, the constant, False).
+    slots: tuple[tuple[int | None, Any, bool], ...]
     field_names: tuple[str, ...]
     converters: tuple[tuple[int, tuple[Callable, ...], Any], ...]
 
@@ -82,17 +89,12 @@ class BakedQuery(Generic[M]):
     def __call__(self, *values: Value, **shape: Hashable) -> list[M]:
         db = router.db_for_read(self.model)
         values = tuple(_padded(v) for v in values)
-        key = (db, tuple(_value_shape(v) for v in values), tuple(sorted(shape.items())))
-        try:
-            statement = self._statements[key]
-        except KeyError:
-            statement = self._statements[key] = self._bake(db, values, shape)
+        statement = self._statement(db, values, shape, count=False)
         if statement is None:
             return []  # compiles to nothing, e.g. an empty ``in`` list
-        params = [at if i is None else (values[i] if at is None else values[i][at]) for i, at in statement.slots]
         connection = connections[db]
         with connection.cursor() as cursor:
-            cursor.execute(statement.sql, params)
+            cursor.execute(statement.sql, _params(statement, values, connection))
             rows = cursor.fetchall()
         instances = []
         for row in rows:
@@ -105,13 +107,35 @@ class BakedQuery(Generic[M]):
             instances.append(self.model.from_db(db, statement.field_names, row))
         return instances
 
-    def _bake(self, db: str, values: tuple[Value, ...], shape: dict) -> _Statement | None:
+    def count(self, *values: Value, **shape: Hashable) -> int:
+        """How many rows the query has: ``len(self(...))`` without loading them."""
+        db = router.db_for_read(self.model)
+        values = tuple(_padded(v) for v in values)
+        statement = self._statement(db, values, shape, count=True)
+        if statement is None:
+            return 0
+        connection = connections[db]
+        with connection.cursor() as cursor:
+            cursor.execute(statement.sql, _params(statement, values, connection))
+            return cursor.fetchone()[0]
+
+    def _statement(self, db: str, values: tuple[Value, ...], shape: dict, *, count: bool) -> _Statement | None:
+        key = (db, count, tuple(_value_shape(v) for v in values), tuple(sorted(shape.items())))
+        try:
+            return self._statements[key]
+        except KeyError:
+            statement = self._statements[key] = self._bake(db, values, shape, count=count)
+            return statement
+
+    def _bake(self, db: str, values: tuple[Value, ...], shape: dict, *, count: bool) -> _Statement | None:
         for value in values:
             if value is not None and not isinstance(value, str) and not all(isinstance(v, str) for v in value):
                 raise ImproperlyConfigured(f"baked {self.model.__name__} query: values are strings or lists of them")
         queryset = self._build(*_stand_ins(values), **shape)
         if queryset.model is not self.model or queryset.query.select_related:
             raise ImproperlyConfigured(f"baked {self.model.__name__} query: one model, no select_related")
+        if count:
+            queryset = queryset.order_by()  # a count needs no order, as in QuerySet.count()
         compiler = queryset.query.get_compiler(using=db)
         try:
             sql, params = compiler.as_sql()
@@ -119,15 +143,20 @@ class BakedQuery(Generic[M]):
             return None
         slots = []
         for param in params:
-            if isinstance(param, str) and param.startswith(_MARK):
-                index, position = param[len(_MARK) :].split(":")
-                slots.append((int(index), None if position == "None" else int(position)))
+            found = _SLOT.fullmatch(param) if isinstance(param, str) else None
+            if found and found["open"] == found["close"]:
+                position = found["position"]
+                slots.append((int(found["index"]), None if position == "None" else int(position), bool(found["open"])))
             elif isinstance(param, str) and _MARK in param:
                 raise ImproperlyConfigured(
                     f"baked {self.model.__name__} query: a value was rewritten ({param!r}); bake exact and in look-ups"
                 )
             else:
-                slots.append((None, param))
+                slots.append((None, param, False))
+        if count:
+            # The rows as a subquery: the same WHERE (and LIMIT, if any) the rows have, on both databases.
+            counted = f"SELECT COUNT(*) FROM ({sql}) counted"  # noqa: S608 (Django's SQL; values stay parameters)
+            return _Statement(sql=counted, slots=tuple(slots), field_names=(), converters=())
         columns = compiler.select[: compiler.col_count]
         if compiler.annotation_col_map or any(not hasattr(col[0], "target") for col in columns):
             raise ImproperlyConfigured(f"baked {self.model.__name__} query: model columns only")
@@ -138,3 +167,15 @@ class BakedQuery(Generic[M]):
             field_names=tuple(col[0].target.attname for col in columns),
             converters=tuple((pos, tuple(functions), expr) for pos, (functions, expr) in converters.items()),
         )
+
+
+def _params(statement: _Statement, values: tuple[Value, ...], connection) -> list:
+    params = []
+    for index, at, like in statement.slots:
+        if index is None:
+            params.append(at)
+            continue
+        value = values[index] if at is None else values[index][at]
+        # What PatternLookup.process_rhs makes of a contains value, on every backend.
+        params.append(f"%{connection.ops.prep_for_like_query(value)}%" if like else value)
+    return params

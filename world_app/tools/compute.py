@@ -21,6 +21,7 @@ from world_app.models import (
     Severity,
     ShippingService,
 )
+from world_app.tools.baked import BakedQuery
 from world_app.tools.coverage import delivered_at, return_window
 from world_app.tools.ledger import order_ledger
 from world_app.tools.lookups import fetch
@@ -35,6 +36,20 @@ QUOTE_FIELDS = ("items", "bundles", "customer_id", "coupon_codes", "shipping_ser
 REFUND_FIELDS = ("order_id", "lines", "opened", "reason")
 # The parts a complete desktop build has; a build without one is reported, not refused.
 CORE_CATEGORIES = ("cpu", "motherboard", "memory", "storage", "psu", "case")
+
+# Baked (see baked.py): compiling these look-ups cost more than running them.
+PRODUCTS = BakedQuery(Product, lambda ids: Product.objects.filter(pk__in=ids))
+BUNDLES = BakedQuery(Bundle, lambda ids: Bundle.objects.filter(pk__in=ids))
+BUNDLE_ITEMS = BakedQuery(BundleItem, lambda ids: BundleItem.objects.filter(bundle_id__in=ids).order_by("id"))
+BUILD_COMPONENTS = BakedQuery(
+    BuildComponent, lambda build_id: BuildComponent.objects.filter(build_id=build_id).order_by("id")
+)
+ACTIVE_RULES = BakedQuery(CompatibilityRule, lambda: CompatibilityRule.objects.filter(is_active=True).order_by("id"))
+
+
+def products_by_id(ids) -> dict[str, Product]:
+    """``Product.objects.in_bulk(ids)``, baked."""
+    return {product.id: product for product in PRODUCTS(sorted(set(ids)))}
 
 
 class BundleQuantity(ToolParams):
@@ -110,16 +125,19 @@ def calculate_price(p: CalculatePriceParams) -> dict:
         return _refund_quote(p)
     today = world_today()
     customer = fetch(Customer, p.customer_id, field="customer_id") if p.customer_id else None
-    products = Product.objects.in_bulk([i.product_id for i in p.items])
+    products = products_by_id(i.product_id for i in p.items)
     items = []
     for index, entry in enumerate(p.items):
         product = products.get(entry.product_id)
         if product is None:
             raise not_found("product", entry.product_id, field=f"items[{index}].product_id")
         items.append((product, entry.quantity))
-    bundles_by_id = Bundle.objects.in_bulk([b.bundle_id for b in p.bundles])
+    bundles_by_id = {bundle.id: bundle for bundle in BUNDLES(sorted({b.bundle_id for b in p.bundles}))}
+    bundle_items = BUNDLE_ITEMS(sorted(bundles_by_id))
+    in_bundles = products_by_id(item.product_id for item in bundle_items)
     contents: dict[str, list] = {}
-    for item in BundleItem.objects.filter(bundle_id__in=list(bundles_by_id)).select_related("product").order_by("id"):
+    for item in bundle_items:
+        item.product = in_bundles[item.product_id]
         contents.setdefault(item.bundle_id, []).append(item)
     bundles = []
     for index, entry in enumerate(p.bundles):
@@ -187,21 +205,22 @@ def validate_build_compatibility(p: ValidateBuildCompatibilityParams) -> dict:
     parts the build lacks, and parts no longer sold.
     """
     parts = build_parts(p)
-    rules = list(CompatibilityRule.objects.filter(is_active=True).order_by("id"))
+    rules = ACTIVE_RULES()
     return compatibility_report(parts, rules, build_id=p.build_id)
 
 
 def build_parts(p: ValidateBuildCompatibilityParams) -> list[tuple[Product, int]]:
     if p.build_id:
         build = fetch(Build, p.build_id, field="build_id")
-        components = BuildComponent.objects.filter(build=build).select_related("product").order_by("id")
-        return merge_parts((c.product, c.quantity) for c in components)
+        components = BUILD_COMPONENTS(build.id)
+        products = products_by_id(c.product_id for c in components)
+        return merge_parts((products[c.product_id], c.quantity) for c in components)
     return resolve_parts(p.parts, field="parts")
 
 
 def resolve_parts(entries: list[ProductQuantity], *, field: str) -> list[tuple[Product, int]]:
     """Products of ``entries`` (refused when one does not exist), duplicates merged, in the order given."""
-    products = Product.objects.in_bulk([e.product_id for e in entries])
+    products = products_by_id(e.product_id for e in entries)
     pairs = []
     for index, entry in enumerate(entries):
         product = products.get(entry.product_id)

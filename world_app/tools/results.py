@@ -98,9 +98,22 @@ def page(
 ) -> dict:
     """One page of an ordered queryset, as ``{"items", "total", "offset", "limit", "has_more"}``."""
     rows = list(queryset[offset : offset + limit])
+    return page_of(rows, offset=offset, limit=limit, count=queryset.count, record=record, prepare=prepare)
+
+
+def page_of(
+    rows: list,
+    *,
+    offset: int,
+    limit: int,
+    count: Callable[[], int],
+    record: Callable[[Any], dict],
+    prepare: Callable[[list], None] | None = None,
+) -> dict:
+    """The page answer for ``rows`` (at most ``limit`` of them, from ``offset``); ``count()`` gives the total."""
     # A short page is the last one, so it tells the total without a COUNT query.
     last_page = (rows and len(rows) < limit) or (not rows and offset == 0)
-    total = offset + len(rows) if last_page else queryset.count()
+    total = offset + len(rows) if last_page else count()
     if prepare is not None and rows:
         prepare(rows)
     return {

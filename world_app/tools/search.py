@@ -7,12 +7,14 @@ in one of the searched fields. Orders always end with the id, so equal keys neve
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from datetime import datetime
 from decimal import Decimal
 from types import UnionType
 from typing import Literal, Union, get_args, get_origin
 
-from django.db.models import Case, F, IntegerField, Q, QuerySet, Value, When
+from django.core.exceptions import ImproperlyConfigured
+from django.db.models import Case, F, IntegerField, Model, Q, QuerySet, Value, When
 from pydantic import Field
 
 from world_app.models import (
@@ -69,9 +71,11 @@ from world_app.tools.records import (
     ticket_record,
 )
 from world_app.tools.registry import tool
-from world_app.tools.results import ErrorCode, ToolError, page
+from world_app.tools.results import ErrorCode, ToolError, page, page_of
 
 MAX_QUERY_WORDS = 8
+# Deeper pages go through the ORM: every offset is a compiled form of its own.
+BAKED_MAX_OFFSET = 200
 ZERO_MONEY = Decimal("0.00")
 
 
@@ -114,6 +118,77 @@ def paged(queryset: QuerySet, params: PageParams, record, prepare=None) -> dict:
     return page(queryset, offset=params.offset, limit=params.limit, record=record, prepare=prepare)
 
 
+class BakedSearch:
+    """A search whose page and total run as baked queries (``baked.py``) when its arguments allow it.
+
+    ``queryset(p)`` is the search's filtered, ordered queryset. ``values``: id arguments it compares with
+    ``exact`` or ``in``, run as query values. ``words``: the text argument ``text_filter`` splits, its words run
+    as ``icontains`` values (a baked query rewrites them as Django does). ``unbaked``: arguments whose SQL
+    depends on the value (times, money, spec dicts, exact case-insensitive matches): when one is given, the ORM
+    runs the search. Every other argument (choices, booleans, sort, paging) picks a compiled form.
+    """
+
+    def __init__(
+        self,
+        model: type[Model],
+        params: type[PageParams],
+        queryset: Callable[[PageParams], QuerySet],
+        *,
+        values: tuple[str, ...] = (),
+        words: str | None = "query",
+        unbaked: tuple[str, ...] = (),
+    ) -> None:
+        unknown = (set(values) | {words} | set(unbaked)) - set(params.model_fields) - {None}
+        if unknown:
+            raise ImproperlyConfigured(f"{params.__name__} has no fields {sorted(unknown)}")
+        self.params = params
+        self.queryset = queryset
+        self.values = values
+        self.words = words
+        self.unbaked = unbaked
+        self.shape = tuple(name for name in params.model_fields if name not in (*values, words, *unbaked))
+        self._rows = BakedQuery(model, self._page_queryset)
+        self._totals = BakedQuery(model, self._queryset)
+
+    def _stand_in(self, values: tuple, shape: dict) -> PageParams:
+        fields = dict(zip(self.values, values[: len(self.values)], strict=True))
+        if self.words is not None:
+            # Stand-ins hold no white space: text_filter splits them back into one word each.
+            words = values[-1]
+            fields[self.words] = None if words is None else " ".join(words)
+        # Stand-in values are not ids: build the params without validating them.
+        return self.params.model_construct(**fields, **shape)
+
+    def _queryset(self, *values, **shape) -> QuerySet:
+        return self.queryset(self._stand_in(values, shape))
+
+    def _page_queryset(self, *values, **shape) -> QuerySet:
+        p = self._stand_in(values, shape)
+        return self.queryset(p)[p.offset : p.offset + p.limit]
+
+    def page(self, p: PageParams, record: Callable, prepare: Callable[[list], None] | None = None) -> dict:
+        if p.offset > BAKED_MAX_OFFSET or any(getattr(p, name) is not None for name in self.unbaked):
+            return paged(self.queryset(p), p, record, prepare)
+        values: list = [getattr(p, name) for name in self.values]
+        if self.words is not None:
+            text = getattr(p, self.words)
+            words = None if text is None else text.split()[:MAX_QUERY_WORDS]
+            if words == []:
+                return paged(self.queryset(p), p, record, prepare)  # blank text: leave the ORM its own answer
+            values.append(words)
+        shape: dict[str, Hashable] = {name: getattr(p, name) for name in self.shape}
+        rows = self._rows(*values, **shape)
+        unpaged = {name: value for name, value in shape.items() if name not in ("offset", "limit")}
+        return page_of(
+            rows,
+            offset=p.offset,
+            limit=p.limit,
+            count=lambda: self._totals.count(*values, **unpaged),
+            record=record,
+            prepare=prepare,
+        )
+
+
 # --- customers -----------------------------------------------------------------------------------------------
 
 
@@ -145,12 +220,20 @@ def search_customers(p: SearchCustomersParams) -> dict:
     Returns a page of customer records (id, name, email, phone, addresses, loyalty tier and discount). Several
     accounts may share a name or email: check the details before acting on one.
     """
-    queryset = Customer.objects.filter(
+    return CUSTOMER_SEARCH.page(p, customer_record)
+
+
+def _customers(p: SearchCustomersParams) -> QuerySet:
+    return Customer.objects.filter(
         text_filter(p.query, ("id", "first_name", "last_name", "email", "phone", "addresses"))
         & range_filter("created_at", p.created_after, p.created_before)
         & exact_filters(loyalty_tier=p.loyalty_tier, email__iexact=p.email)
     ).order_by(*CUSTOMER_SORTS[p.sort])
-    return paged(queryset, p, customer_record)
+
+
+CUSTOMER_SEARCH = BakedSearch(
+    Customer, SearchCustomersParams, _customers, unbaked=("email", "created_after", "created_before")
+)
 
 
 # --- orders --------------------------------------------------------------------------------------------------
@@ -188,6 +271,10 @@ def search_orders(p: SearchOrdersParams) -> dict:
     Returns a page of order summaries (status, totals, shipping service, dates) without line items: call
     get_order_details for lines, payments, shipments and refunds. Newest first unless `sort` says otherwise.
     """
+    return ORDER_SEARCH.page(p, order_summary, _load_customers)
+
+
+def _orders(p: SearchOrdersParams) -> QuerySet:
     condition = (
         text_filter(p.query, ("id", "notes", "customer__first_name", "customer__last_name", "customer__email"))
         & range_filter("created_at", p.created_after, p.created_before)
@@ -196,8 +283,26 @@ def search_orders(p: SearchOrdersParams) -> dict:
     )
     if p.product_id:
         condition &= Q(id__in=OrderLineItem.objects.filter(product_id=p.product_id).values("order_id"))
-    queryset = Order.objects.filter(condition).select_related("customer").order_by(*ORDER_SORTS[p.sort])
-    return paged(queryset, p, order_summary)
+    return Order.objects.filter(condition).order_by(*ORDER_SORTS[p.sort])
+
+
+CUSTOMERS = BakedQuery(Customer, lambda ids: Customer.objects.filter(pk__in=ids))
+
+
+def _load_customers(orders: list[Order]) -> None:
+    """Each order's customer, in one baked query (a join would keep the page query from being baked)."""
+    customers = {customer.id: customer for customer in CUSTOMERS(sorted({o.customer_id for o in orders}))}
+    for order in orders:
+        order.customer = customers[order.customer_id]
+
+
+ORDER_SEARCH = BakedSearch(
+    Order,
+    SearchOrdersParams,
+    _orders,
+    values=("customer_id", "product_id", "build_id"),
+    unbaked=("created_after", "created_before", "min_total", "max_total"),
+)
 
 
 # --- products ------------------------------------------------------------------------------------------------
@@ -317,6 +422,10 @@ def search_products(p: SearchProductsParams) -> dict:
     Returns a page of products with price, stock, lifecycle, warranty months and full specs. Use `specs`,
     `spec_min` and `spec_max` for compatibility questions (socket, memory type, wattage, GPU length...).
     """
+    return PRODUCT_SEARCH.page(p, product_record)
+
+
+def _products(p: SearchProductsParams) -> QuerySet:
     condition = (
         text_filter(p.query, ("id", "name", "sku", "brand", "description"))
         & exact_filters(category=p.category, brand__iexact=p.brand, lifecycle=p.lifecycle)
@@ -325,8 +434,15 @@ def search_products(p: SearchProductsParams) -> dict:
     )
     if p.in_stock is not None:
         condition &= Q(stock_quantity__gt=0) if p.in_stock else Q(stock_quantity=0)
-    queryset = Product.objects.filter(condition).order_by(*PRODUCT_SORTS[p.sort])
-    return paged(queryset, p, product_record)
+    return Product.objects.filter(condition).order_by(*PRODUCT_SORTS[p.sort])
+
+
+PRODUCT_SEARCH = BakedSearch(
+    Product,
+    SearchProductsParams,
+    _products,
+    unbaked=("brand", "min_price", "max_price", "specs", "spec_min", "spec_max"),
+)
 
 
 # --- tickets -------------------------------------------------------------------------------------------------
@@ -371,6 +487,10 @@ def search_tickets(p: SearchTicketsParams) -> dict:
     Returns a page of tickets with subject, body, status and assignee, newest first unless `sort` says otherwise.
     For a customer's full history with messages, resolutions and escalations use get_customer_ticket_history.
     """
+    return TICKET_SEARCH.page(p, ticket_record)
+
+
+def _tickets(p: SearchTicketsParams) -> QuerySet:
     condition = (
         text_filter(p.query, ("id", "subject", "body"))
         & range_filter("created_at", p.created_after, p.created_before)
@@ -387,8 +507,16 @@ def search_tickets(p: SearchTicketsParams) -> dict:
     )
     if p.unassigned is not None:
         condition &= Q(assignee__isnull=p.unassigned)
-    queryset = SupportTicket.objects.filter(condition).order_by(*TICKET_SORTS[p.sort])
-    return paged(queryset, p, ticket_record)
+    return SupportTicket.objects.filter(condition).order_by(*TICKET_SORTS[p.sort])
+
+
+TICKET_SEARCH = BakedSearch(
+    SupportTicket,
+    SearchTicketsParams,
+    _tickets,
+    values=("customer_id", "order_id", "build_id", "assignee_id"),
+    unbaked=("created_after", "created_before"),
+)
 
 
 # --- shipments -----------------------------------------------------------------------------------------------
@@ -423,6 +551,10 @@ def search_shipments(p: SearchShipmentsParams) -> dict:
     Returns a page of shipments with tracking number, status, ship, estimated and actual delivery times, and the
     carrier's scan events (oldest first).
     """
+    return SHIPMENT_SEARCH.page(p, shipment_record)
+
+
+def _shipments(p: SearchShipmentsParams) -> QuerySet:
     condition = (
         text_filter(p.query, ("id", "tracking_number", "order__id"))
         & range_filter("shipped_at", p.shipped_after, p.shipped_before)
@@ -431,8 +563,16 @@ def search_shipments(p: SearchShipmentsParams) -> dict:
             order_id=p.order_id, order__customer_id=p.customer_id, carrier=p.carrier, service=p.service, status=p.status
         )
     )
-    queryset = Shipment.objects.filter(condition).order_by(*SHIPMENT_SORTS[p.sort])
-    return paged(queryset, p, shipment_record)
+    return Shipment.objects.filter(condition).order_by(*SHIPMENT_SORTS[p.sort])
+
+
+SHIPMENT_SEARCH = BakedSearch(
+    Shipment,
+    SearchShipmentsParams,
+    _shipments,
+    values=("order_id", "customer_id"),
+    unbaked=("shipped_after", "shipped_before", "delivered_after", "delivered_before"),
+)
 
 
 # --- payments ------------------------------------------------------------------------------------------------
@@ -465,19 +605,31 @@ def search_payments(p: SearchPaymentsParams) -> dict:
     Returns a page of payments with amount, status, method, transaction id and `refunded_total` (the sum of the
     payment's refunds that were not rejected).
     """
+    refunded: dict = {}
+
+    def load_refunds(rows: list[Payment]) -> None:
+        refunded.update(refunded_by_payment(r.id for r in rows))
+
+    return PAYMENT_SEARCH.page(p, lambda pay: payment_record(pay, refunded.get(pay.id, ZERO_MONEY)), load_refunds)
+
+
+def _payments(p: SearchPaymentsParams) -> QuerySet:
     condition = (
         text_filter(p.query, ("id", "transaction_id", "card_last4", "order__id"))
         & range_filter("created_at", p.created_after, p.created_before)
         & exact_filters(order_id=p.order_id, customer_id=p.customer_id, method=p.method, status=p.status)
         & exact_filters(amount__gte=p.min_amount, amount__lte=p.max_amount)
     )
-    queryset = Payment.objects.filter(condition).order_by(*PAYMENT_SORTS[p.sort])
-    refunded: dict = {}
+    return Payment.objects.filter(condition).order_by(*PAYMENT_SORTS[p.sort])
 
-    def load_refunds(rows: list[Payment]) -> None:
-        refunded.update(refunded_by_payment(r.id for r in rows))
 
-    return paged(queryset, p, lambda pay: payment_record(pay, refunded.get(pay.id, ZERO_MONEY)), load_refunds)
+PAYMENT_SEARCH = BakedSearch(
+    Payment,
+    SearchPaymentsParams,
+    _payments,
+    values=("order_id", "customer_id"),
+    unbaked=("min_amount", "max_amount", "created_after", "created_before"),
+)
 
 
 # --- employees -----------------------------------------------------------------------------------------------
@@ -507,6 +659,10 @@ def search_employees(p: SearchEmployeesParams) -> dict:
     Use it to find who may resolve a ticket, who approves refunds over the limit (a team lead), or where an
     escalation should go. Returns a page of employees with title, department, manager, role and permissions.
     """
+    return EMPLOYEE_SEARCH.page(p, employee_record)
+
+
+def _employees(p: SearchEmployeesParams) -> QuerySet:
     condition = (
         text_filter(p.query, ("id", "first_name", "last_name", "email", "title"))
         & range_filter("hired_on", p.hired_after, p.hired_before, dates=True)
@@ -516,8 +672,16 @@ def search_employees(p: SearchEmployeesParams) -> dict:
     )
     if p.permission:
         condition &= Q(permissions__icontains=f'"{p.permission}"')
-    queryset = Employee.objects.filter(condition).order_by(*EMPLOYEE_SORTS[p.sort])
-    return paged(queryset, p, employee_record)
+    return Employee.objects.filter(condition).order_by(*EMPLOYEE_SORTS[p.sort])
+
+
+EMPLOYEE_SEARCH = BakedSearch(
+    Employee,
+    SearchEmployeesParams,
+    _employees,
+    values=("manager_id",),
+    unbaked=("hired_after", "hired_before"),
+)
 
 
 # --- knowledge base ------------------------------------------------------------------------------------------
@@ -551,6 +715,10 @@ def search_knowledge_base(p: SearchKnowledgeBaseParams) -> dict:
     Returns a page of articles with their full text. Policies state the rules the write tools enforce; read them
     before promising a customer anything.
     """
+    return ARTICLE_SEARCH.page(p, article_record)
+
+
+def _articles(p: SearchKnowledgeBaseParams) -> QuerySet:
     condition = (
         text_filter(p.query, ("id", "title", "body", "slug", "tags"))
         & range_filter("updated_at", p.updated_after, p.updated_before)
@@ -567,7 +735,16 @@ def search_knowledge_base(p: SearchKnowledgeBaseParams) -> dict:
         queryset = queryset.order_by(rank.asc(), "id")
     else:
         queryset = queryset.order_by(*({"title": ("title", "id")}.get(p.sort, ("id",))))
-    return paged(queryset, p, article_record)
+    return queryset
+
+
+ARTICLE_SEARCH = BakedSearch(
+    KnowledgeBaseArticle,
+    SearchKnowledgeBaseParams,
+    _articles,
+    values=("product_id",),
+    unbaked=("tag", "updated_after", "updated_before"),
+)
 
 
 # --- builds --------------------------------------------------------------------------------------------------
@@ -616,6 +793,11 @@ def search_builds(p: SearchBuildsParams) -> dict:
     Returns a page of builds with their parts (product, category, quantity, price). To check that a build's
     parts work together, call validate_build_compatibility with its id.
     """
+    parts = BuildParts()
+    return BUILD_SEARCH.page(p, parts.record, parts.load)
+
+
+def _builds(p: SearchBuildsParams) -> QuerySet:
     condition = (
         text_filter(p.query, ("id", "name", "notes"))
         & range_filter("created_at", p.created_after, p.created_before)
@@ -623,6 +805,13 @@ def search_builds(p: SearchBuildsParams) -> dict:
     )
     if p.product_id:
         condition &= Q(id__in=BuildComponent.objects.filter(product_id=p.product_id).values("build_id"))
-    queryset = Build.objects.filter(condition).order_by(*BUILD_SORTS[p.sort])
-    parts = BuildParts()
-    return paged(queryset, p, parts.record, parts.load)
+    return Build.objects.filter(condition).order_by(*BUILD_SORTS[p.sort])
+
+
+BUILD_SEARCH = BakedSearch(
+    Build,
+    SearchBuildsParams,
+    _builds,
+    values=("customer_id", "product_id"),
+    unbaked=("created_after", "created_before"),
+)
