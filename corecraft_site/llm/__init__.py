@@ -1,0 +1,5 @@
+"""Talking to chat models over any OpenAI-compatible endpoint, and a scripted server that stands in for one."""
+
+from corecraft_site.llm.client import ChatClient, Completion, EndpointError, RetryPolicy, ToolCall
+
+__all__ = ["ChatClient", "Completion", "EndpointError", "RetryPolicy", "ToolCall"]
