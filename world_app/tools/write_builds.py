@@ -7,9 +7,15 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from world_app import clock
-from world_app.models import Build, BuildComponent, CompatibilityRule, Customer, Product
+from world_app.models import Build, BuildComponent, Customer, Product
 from world_app.policies import BUILD_EDITABLE_STATUSES
-from world_app.tools.compute import compatibility_report, resolve_parts
+from world_app.tools.compute import (
+    ACTIVE_RULES,
+    BUILD_COMPONENTS,
+    compatibility_report,
+    products_by_id,
+    resolve_parts,
+)
 from world_app.tools.ids import new_ids
 from world_app.tools.lookups import fetch
 from world_app.tools.params import EntityId, ProductQuantity, ToolParams
@@ -26,11 +32,20 @@ def _save_parts(build: Build, parts: list[tuple[Product, int]]) -> list[BuildCom
     )
 
 
+def _components(build: Build) -> list[BuildComponent]:
+    """The build's components by id with their products: ``select_related("product")``, as two baked look-ups."""
+    components = BUILD_COMPONENTS(build.id)
+    products = products_by_id(c.product_id for c in components)
+    for component in components:
+        component.product = products[component.product_id]
+    return components
+
+
 def _answer(build: Build, components: list[BuildComponent]) -> dict:
     """The build as search_builds shows it, and its compatibility report; ``components`` carry their products."""
     components = sorted(components, key=lambda c: c.id)
     parts = [(c.product, c.quantity) for c in components]
-    rules = list(CompatibilityRule.objects.filter(is_active=True).order_by("id"))
+    rules = ACTIVE_RULES()
     report = compatibility_report(parts, rules, build_id=build.id)
     report.pop("parts")
     return {"build": build_record(build, components), "compatibility": report}
@@ -106,9 +121,7 @@ def update_build(p: UpdateBuildParams) -> dict:
             "change",
             field="build_id",
         )
-    current = {
-        c.product_id: c for c in BuildComponent.objects.filter(build=build).select_related("product").order_by("id")
-    }
+    current = {c.product_id: c for c in _components(build)}
     if p.set_parts is not None:
         wanted = resolve_parts(p.set_parts, field="set_parts")
         parts_changed = True

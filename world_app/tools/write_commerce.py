@@ -31,9 +31,10 @@ from world_app.policies import (
     REFUNDABLE_PAYMENT_STATUSES,
     SHIPPED_SHIPMENT_STATUSES,
 )
+from world_app.tools.baked import BakedQuery
 from world_app.tools.coverage import delivered_at, return_window, warranty_coverage
 from world_app.tools.ids import new_id
-from world_app.tools.ledger import ZERO, OrderLedger, order_ledger
+from world_app.tools.ledger import ORDER_PAYMENTS, ZERO, OrderLedger, order_ledger
 from world_app.tools.lookups import fetch
 from world_app.tools.params import EntityId, LineQuantity, Money, ToolParams
 from world_app.tools.pricing import RefundLine, lines_to_refund, refund_breakdown, refund_lines
@@ -43,6 +44,8 @@ from world_app.tools.results import ErrorCode, ToolError, local_date, money, wor
 
 # Reasons that send goods back: they refund specific units (lines), never a free amount.
 RETURN_REASONS = frozenset({RefundReason.CUSTOMER_REMORSE, RefundReason.DEFECTIVE, RefundReason.INCOMPATIBLE})
+# Baked (see baked.py): every order write reads the order's shipments, and compiling that cost more than running it.
+ORDER_SHIPMENTS = BakedQuery(Shipment, lambda order_id: Shipment.objects.filter(order_id=order_id).order_by("id"))
 
 
 class CreateRefundParams(ToolParams):
@@ -99,7 +102,7 @@ def create_refund(p: CreateRefundParams) -> dict:
     order, payment_given = _order_and_payment(p)
     ledger = order_ledger(order)
     _check_money_was_taken(ledger, payment_given)
-    shipments = list(Shipment.objects.filter(order=order).order_by("id"))
+    shipments = ORDER_SHIPMENTS(order.id)
     priced: list[RefundLine] = []
     if p.lines:
         chosen = lines_to_refund(order, p.lines, ledger.refunded_quantities())
@@ -337,8 +340,8 @@ def update_order_status(p: UpdateOrderStatusParams) -> dict:
             f"order {order.id} is {current}; from {current} it can move to: {options}",
             field="status",
         )
-    shipments = list(Shipment.objects.filter(order=order).order_by("id"))
-    payments = list(Payment.objects.filter(order=order).order_by("id"))
+    shipments = ORDER_SHIPMENTS(order.id)
+    payments = ORDER_PAYMENTS(order.id)
     now = clock.world_now()
     voided: list[str] = []
     next_steps: list[str] = []

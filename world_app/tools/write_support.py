@@ -15,7 +15,6 @@ from world_app.models import (
     Refund,
     Resolution,
     ResolutionOutcome,
-    Shipment,
     SupportTicket,
     TicketStatus,
     WarrantyClaim,
@@ -28,6 +27,7 @@ from world_app.policies import (
     WARRANTY_EXCLUSIONS,
     WARRANTY_INSPECTION_CATEGORIES,
 )
+from world_app.tools.baked import BakedQuery
 from world_app.tools.coverage import delivered_at, warranty_coverage
 from world_app.tools.ids import new_id
 from world_app.tools.ledger import refunded_quantities
@@ -40,9 +40,30 @@ from world_app.tools.records import (
     warranty_claim_record,
 )
 from world_app.tools.registry import tool
-from world_app.tools.results import ErrorCode, ToolError, error_result, not_found
+from world_app.tools.results import ErrorCode, ToolError, error_result
+from world_app.tools.write_commerce import ORDER_SHIPMENTS
 
 FINAL_TICKET_STATUSES = frozenset({TicketStatus.RESOLVED, TicketStatus.CLOSED})
+
+# Baked (see baked.py): these look-ups run on every call of their tool, and compiling them cost more than running them.
+OPEN_ESCALATIONS = BakedQuery(
+    Escalation,
+    lambda ticket_id, escalation_type: (
+        Escalation.objects.filter(ticket_id=ticket_id, escalation_type=escalation_type)
+        .exclude(status=Escalation.Status.RESOLVED)
+        .order_by("id")
+    ),
+)
+LIVE_LINE_CLAIMS = BakedQuery(
+    WarrantyClaim,
+    lambda line_id: (
+        WarrantyClaim.objects.filter(line_item_id=line_id).exclude(status=WarrantyClaimStatus.DENIED).order_by("id")
+    ),
+)
+ORDER_REFUNDS = BakedQuery(Refund, lambda order_id: Refund.objects.filter(payment__order_id=order_id).order_by("id"))
+TICKET_RESOLUTION = BakedQuery(
+    Resolution, lambda ticket_id: Resolution.objects.filter(ticket_id=ticket_id).order_by("id")[:1]
+)
 
 
 def _active_employee(employee_id: str, *, field: str) -> Employee:
@@ -93,9 +114,7 @@ def create_resolution(p: CreateResolutionParams) -> dict:
             field="refund_id",
         )
     if p.refund_id:
-        refund = Refund.objects.select_related("payment__order").filter(id=p.refund_id).first()
-        if refund is None:
-            raise not_found("refund", p.refund_id, field="refund_id")
+        refund = fetch(Refund, p.refund_id, field="refund_id", related=("payment__order",))
         order = refund.payment.order
         if ticket.order_id and order.id != ticket.order_id:
             raise ToolError(
@@ -165,12 +184,7 @@ def create_escalation(p: CreateEscalationParams) -> dict:
             f"ticket {ticket.id} is {ticket.status}: reopen it (update_ticket_status to open) before escalating",
             field="ticket_id",
         )
-    open_same = (
-        Escalation.objects.filter(ticket=ticket, escalation_type=p.escalation_type)
-        .exclude(status=Escalation.Status.RESOLVED)
-        .order_by("id")
-        .first()
-    )
+    open_same = next(iter(OPEN_ESCALATIONS(ticket.id, p.escalation_type)), None)
     if open_same is not None:
         raise ToolError(
             ErrorCode.CONFLICT,
@@ -251,13 +265,9 @@ def create_warranty_claim(p: CreateWarrantyClaimParams) -> dict:
                 f"{customer_id}",
                 field="ticket_id",
             )
-    claimed = sum(
-        WarrantyClaim.objects.filter(line_item=line)
-        .exclude(status=WarrantyClaimStatus.DENIED)
-        .values_list("quantity", flat=True)
-    )
+    claimed = sum(claim.quantity for claim in LIVE_LINE_CLAIMS(line.id))
     # A refunded unit went back to the store: it cannot also be claimed under warranty.
-    refunded = refunded_quantities(Refund.objects.filter(payment__order_id=line.order_id)).get(line.id, 0)
+    refunded = refunded_quantities(ORDER_REFUNDS(line.order_id)).get(line.id, 0)
     available = line.quantity - refunded - claimed
     if p.quantity > available:
         raise ToolError(
@@ -266,7 +276,7 @@ def create_warranty_claim(p: CreateWarrantyClaimParams) -> dict:
             f"approved claim, so at most {max(available, 0)} more can be claimed",
             field="quantity",
         )
-    delivered = delivered_at(Shipment.objects.filter(order_id=line.order_id))
+    delivered = delivered_at(ORDER_SHIPMENTS(line.order_id))
     coverage = warranty_coverage(delivered, line.product.warranty_months)
     if coverage.status == "not_started":
         raise ToolError(ErrorCode.POLICY_VIOLATION, coverage.explain(), field="line_item_id")
@@ -360,7 +370,7 @@ def update_ticket_status(p: UpdateTicketStatusParams) -> dict:
             field="assignee_id",
         )
     resolving = p.status == TicketStatus.RESOLVED and current != TicketStatus.RESOLVED
-    if resolving and not Resolution.objects.filter(ticket=ticket).exists():
+    if resolving and not TICKET_RESOLUTION(ticket.id):
         raise ToolError(
             ErrorCode.POLICY_VIOLATION,
             f"ticket {ticket.id} has no resolution record: resolving a ticket takes an assignee and a resolution "
