@@ -14,40 +14,13 @@ from html.parser import HTMLParser
 
 from django.conf import settings
 
+from tests.factories import SPECS_BY_CATEGORY
 from world_app import models as w
 from world_app.services import order_recalculate_totals
 
-CPU_SPECS = {
-    "socket": "AM5",
-    "cores": 8,
-    "threads": 16,
-    "base_clock_ghz": 4.2,
-    "boost_clock_ghz": 5.0,
-    "tdp_watts": 105,
-    "memory_types": ["DDR5"],
-    "integrated_graphics": True,
-    "cooler_included": False,
-}
-BOARD_SPECS = {
-    "socket": "AM5",
-    "chipset": "B650",
-    "form_factor": "ATX",
-    "memory_type": "DDR5",
-    "memory_slots": 4,
-    "max_memory_gb": 192,
-    "m2_slots": 2,
-    "pcie_version": "4.0",
-    "wifi": True,
-}
-GPU_SPECS = {
-    "chipset": "RTX 4070",
-    "vram_gb": 12,
-    "length_mm": 300,
-    "slots": 2.5,
-    "tdp_watts": 200,
-    "recommended_psu_watts": 650,
-    "power_connectors": "1x 16-pin",
-}
+CPU_SPECS = SPECS_BY_CATEGORY["cpu"]
+BOARD_SPECS = SPECS_BY_CATEGORY["motherboard"]
+GPU_SPECS = SPECS_BY_CATEGORY["gpu"]
 COOLER_SPECS = {"type": "air", "sockets": ["AM5", "LGA1700"], "height_mm": 158, "tdp_rating_watts": 220}
 
 
