@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from datetime import date, datetime, time
 from decimal import Decimal
-from typing import Annotated
+from functools import cache
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, WithJsonSchema, model_validator
+from pydantic_core import PydanticCustomError
 
 from world_app import clock
 
@@ -15,9 +18,60 @@ MAX_LIMIT = 50
 
 
 class ToolParams(BaseModel):
-    """Arguments of one tool: unknown arguments are refused, so a misspelt filter is never silently ignored."""
+    """Arguments of one tool: unknown arguments are refused, so a misspelt filter is never silently ignored.
+
+    ``null`` for an optional argument means the argument was not given (OpenAI's strict function calling sends
+    every argument, the unused ones as null), and a map argument (``specs``) may also come as a list of
+    ``{"name", "value"}`` entries, the form strict schemas allow (see :mod:`world_app.tools.strict`).
+    """
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _strict_form(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        optional, maps = _argument_kinds(cls)
+        out = {}
+        for name, value in data.items():
+            if value is None and name in optional:
+                continue  # null = not given
+            if name in maps and isinstance(value, list):
+                value = _entries_as_map(name, value)
+            out[name] = value
+        return out
+
+
+@cache
+def _argument_kinds(params: type[ToolParams]) -> tuple[frozenset[str], frozenset[str]]:
+    """The optional arguments of ``params`` and those that are maps (dict-typed)."""
+    optional = {name for name, info in params.model_fields.items() if not info.is_required()}
+    maps = set()
+    for name, info in params.model_fields.items():
+        annotation = info.annotation
+        options = get_args(annotation) if get_origin(annotation) in (Union, UnionType) else (annotation,)
+        if any(get_origin(option) is dict or option is dict for option in options):
+            maps.add(name)
+    return frozenset(optional), frozenset(maps)
+
+
+def _entries_as_map(name: str, entries: list) -> Any:
+    """``[{"name": k, "value": v}, ...]`` as ``{k: v}``; anything else is left for the field to refuse."""
+    mapping: dict[str, Any] = {}
+    for entry in entries:
+        if not (isinstance(entry, dict) and set(entry) == {"name", "value"} and isinstance(entry["name"], str)):
+            raise PydanticCustomError(
+                "map_entries",
+                "{field}: give an object, or a list of {form} entries",
+                {"field": name, "form": "{name, value}"},
+            )
+        if entry["name"] in mapping:
+            raise PydanticCustomError(
+                "map_entries", "{field}: {key!r} is given twice", {"field": name, "key": entry["name"]}
+            )
+        mapping[entry["name"]] = entry["value"]
+    return mapping
 
 
 class PageParams(ToolParams):
@@ -65,12 +119,14 @@ Money = Annotated[Decimal, Field(ge=0, max_digits=12, decimal_places=2), WithJso
 SearchText = Annotated[str, Field(min_length=1, max_length=200)]
 
 
+# An example the schema's own format (date-time, RFC 3339) accepts: midnight in the world's zone (EST, -05:00).
+# The tools also take a bare date, read as the start of that day in the world's zone.
 def after_field(what: str) -> object:
-    return Field(None, description=f"Only {what} on or after this date or time (ISO 8601, e.g. 2025-08-01).")
+    return Field(None, description=f"Only {what} at or after this time (ISO 8601, e.g. 2025-08-01T00:00:00-05:00).")
 
 
 def before_field(what: str) -> object:
-    return Field(None, description=f"Only {what} strictly before this date or time (ISO 8601, e.g. 2025-09-01).")
+    return Field(None, description=f"Only {what} strictly before this time (ISO 8601, e.g. 2025-09-01T00:00:00-05:00).")
 
 
 class ProductQuantity(ToolParams):

@@ -32,6 +32,7 @@ from pydantic.json_schema import GenerateJsonSchema
 
 from world_app.tools.params import ToolParams
 from world_app.tools.results import ErrorCode, ToolError, error_result
+from world_app.tools.strict import strict_openai_tool
 
 if TYPE_CHECKING:
     from world_app.models import EpisodeStep
@@ -40,7 +41,8 @@ logger = logging.getLogger(__name__)
 
 GROUPS = ("search", "read", "compute", "write")
 ToolGroup = Literal["search", "read", "compute", "write"]
-SchemaFormat = Literal["registry", "openai", "mcp"]
+SchemaFormat = Literal["registry", "openai", "openai-strict", "mcp"]
+SCHEMA_FORMATS = ("registry", "openai", "openai-strict", "mcp")
 # Importing a family module registers its tools; the order here is the order of the list.
 FAMILY_MODULES = (
     "world_app.tools.search",
@@ -82,6 +84,10 @@ class Tool:
             "type": "function",
             "function": {"name": self.name, "description": self.description, "parameters": self.input_schema()},
         }
+
+    def openai_strict_schema(self) -> dict:
+        """OpenAI ``strict: true`` function calling: all arguments required, optionals nullable, no open maps."""
+        return strict_openai_tool(name=self.name, description=self.description, parameters=params_schema(self.params))
 
     def mcp_schema(self) -> dict:
         return {"name": self.name, "description": self.description, "inputSchema": self.input_schema()}
@@ -137,15 +143,17 @@ def get_tool(name: str) -> Tool | None:
 
 
 def tool_schemas(format: SchemaFormat = "openai") -> list[dict]:
-    """The tool list as an LLM API wants it (OpenAI ``tools`` or MCP ``tools/list`` entries), or as the registry
-    lists it (name, group, description, input_schema)."""
+    """The tool list as an LLM API wants it (OpenAI ``tools``, OpenAI strict ``tools`` or MCP ``tools/list``
+    entries), or as the registry lists it (name, group, description, input_schema)."""
     if format == "registry":
         return [t.as_dict() for t in all_tools()]
     if format == "openai":
         return [t.openai_schema() for t in all_tools()]
+    if format == "openai-strict":
+        return [t.openai_strict_schema() for t in all_tools()]
     if format == "mcp":
         return [t.mcp_schema() for t in all_tools()]
-    raise ValueError(f"unknown schema format {format!r} (registry, openai or mcp)")
+    raise ValueError(f"unknown schema format {format!r} ({', '.join(SCHEMA_FORMATS)})")
 
 
 class _ToolJsonSchema(GenerateJsonSchema):

@@ -1,8 +1,9 @@
 import json
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
 from world_app.tools import all_tools, tool_schemas
+from world_app.tools.registry import SCHEMA_FORMATS
 
 
 class Command(BaseCommand):
@@ -12,16 +13,15 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", dest="as_json", help="Print JSON instead of a table.")
         parser.add_argument(
             "--format",
-            choices=["registry", "openai", "mcp"],
+            choices=list(SCHEMA_FORMATS),
             default="registry",
             dest="schema_format",
-            help="With --json: registry entries (name, group, description, input_schema), OpenAI tools, or MCP tools.",
+            help="With --json: registry entries (name, group, description, input_schema), OpenAI tools, OpenAI "
+            "strict tools (all arguments required, optionals nullable) or MCP tools. --format alone implies --json.",
         )
 
     def handle(self, *args, as_json: bool, schema_format: str, **options):
-        if not as_json:
-            if schema_format != "registry":
-                raise CommandError("--format needs --json")
+        if not as_json and schema_format == "registry":
             self._table()
             return
         self.stdout.write(json.dumps(tool_schemas(schema_format), indent=2))
