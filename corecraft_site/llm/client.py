@@ -142,6 +142,10 @@ class ChatClient:
         body: dict[str, Any] = {**(sampling.pop("extra_body", None) or {}), "messages": list(messages)}
         if tools:
             body["tools"] = list(tools)
+            # llama-cpp-python's server drops `tools` unless `tool_choice` comes with them; "auto" is what
+            # OpenAI assumes anyway, so sending it changes nothing elsewhere. A caller's own choice wins.
+            if "tool_choice" not in sampling and "tool_choice" not in body:
+                body["tool_choice"] = "auto"
         request: dict[str, Any] = {"model": self.model, "messages": [], **sampling, "extra_body": body}
         attempt = 0
         while True:

@@ -174,7 +174,8 @@ def tool_call_check(name: str, arguments_raw: str) -> tuple[dict[str, Any] | Non
 
 
 def _assistant_message(completion) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": completion.content}
+    # "" rather than null: llama-cpp-python's server answers 500 to an assistant message whose content is null.
+    message: dict[str, Any] = {"role": "assistant", "content": completion.content or ""}
     if completion.tool_calls:
         message["tool_calls"] = [
             {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments_raw}}

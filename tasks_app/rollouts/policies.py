@@ -31,7 +31,7 @@ def replay_solution(*, solution: Mapping[str, Any], instruction: str, run_tool: 
         run.turns += 1
         run.messages.append({
             "role": "assistant",
-            "content": None,
+            "content": "",
             "tool_calls": [
                 {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
             ],

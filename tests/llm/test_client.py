@@ -83,6 +83,18 @@ def test_request_records_tools_and_sampling_passed_through():
     assert request["messages"] == MESSAGES
     assert request["tools"] == [LOOKUP_TOOL]
     assert (request["temperature"], request["top_p"], request["max_tokens"], request["seed"]) == (0.2, 0.9, 64, 7)
+    assert request["tool_choice"] == "auto"  # llama-cpp-python's server drops tools sent without it
+
+
+def test_tool_choice_only_with_tools_and_the_callers_choice_wins():
+    with ScriptedLLMServer([Reply(content="a"), Reply(content="b")]) as server:
+        client = make_client(server, RecordedSleep())
+        client.complete(messages=MESSAGES)
+        client.complete(messages=MESSAGES, tools=[LOOKUP_TOOL], tool_choice="required")
+
+    plain, forced = server.requests
+    assert "tool_choice" not in plain and "tools" not in plain
+    assert forced["tool_choice"] == "required"
 
 
 def test_429_then_success_honours_retry_after():

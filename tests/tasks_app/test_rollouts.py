@@ -76,6 +76,10 @@ def test_a_model_rollout_records_the_whole_conversation_and_is_judged(world, mon
     assert [m["role"] for m in requests[0]["messages"]] == ["system", "user"]
     assert requests[0]["temperature"] == 0.2
     assert requests[2]["messages"][-1]["role"] == "tool"
+    # What llama-cpp-python's server needs: tool_choice with the tools, and assistant turns resent with "" content.
+    assert all(r["tool_choice"] == "auto" for r in requests)
+    resent = [m for m in requests[2]["messages"] if m["role"] == "assistant"]
+    assert len(resent) == 2 and all(m["content"] == "" and m["tool_calls"] for m in resent)
     # Judged from the episode's final world and the answer.
     assert [v["status"] for v in rollout.verdicts] == ["met", "met", "met"]
     assert rollout.reward == 1.0 and rollout.passed is True and rollout.judged_at is not None
