@@ -7,6 +7,12 @@ entity the task names exists; no two instructions are near duplicates. Prints th
 last a one-line JSON object.
 
     .venv/bin/python bench/task_library.py [--per-family N] [--exhaustive] [--no-families] [--path DIR]
+
+``--red-team`` instead plays every red-team policy (``tasks_app.red_team``) on every task in the scratch world
+(the demo's library by default: the starter files and 20 instances per family, as ``make demo`` loads) and
+prints, per policy, the share of tasks passed and the mean partial reward (llm criteria pending), the tasks
+flagged gameable or over-specified (``--show N`` of each, with the policy and criteria), and the JSON line.
+``--task KEY`` (repeatable) checks only those source keys and prints every policy's outcome.
 """
 
 from __future__ import annotations
@@ -42,7 +48,12 @@ def main() -> int:
         "--episodes", action="store_true", help="Replay in real, logged episodes (slower) instead of a scratch world."
     )
     parser.add_argument("--path", default=None, help="Fixture directory (default: the starter library).")
+    parser.add_argument("--red-team", action="store_true", help="Play the red-team policies on every task.")
+    parser.add_argument("--show", type=int, default=10, help="With --red-team: flagged tasks shown per flag.")
+    parser.add_argument("--task", action="append", default=[], help="With --red-team: only this source key.")
     args = parser.parse_args()
+    if args.red_team:
+        return red_team_main(args)
     snapshot = snapshot_latest()
     started = time.perf_counter()
     starter, errors = starter_tasks_read(args.path)
@@ -108,6 +119,64 @@ def main() -> int:
         )
     )
     return 1 if problems else 0
+
+
+def red_team_main(args) -> int:
+    from tasks_app.families import families_instantiate
+    from tasks_app.red_team import red_team_check, red_team_summary
+
+    snapshot = snapshot_latest()
+    started = time.perf_counter()
+    starter, _ = starter_tasks_read(args.path)
+    items = [(t.source_key, t.fields["instruction"], t.criteria, t.fields["reference_solution"]) for t in starter]
+    if not args.no_families:
+        per_family = 20 if args.per_family is None else (args.per_family or None)
+        for instances in families_instantiate(None, snapshot=snapshot, limit=per_family).values():
+            items += [(i.source_key, i.instruction, i.criteria, i.reference_solution) for i in instances]
+    if args.task:
+        items = [item for item in items if item[0] in set(args.task)]
+    reports = []
+    with SnapshotReplay(snapshot) as replay:
+        for key, instruction, criteria, solution in items:
+            report = red_team_check(criteria=criteria, instruction=instruction, solution=solution, replay=replay)
+            reports.append((key, report))
+            if args.task:
+                print(f"== {key}: reference passes {report.reference.passed} ({report.reference.partial_reward})")
+                for o in report.outcomes:
+                    mark = "ok " if o.as_expected else "BAD"
+                    print(f"  {mark} {o.expect:<9} {o.key:<40} passed={o.passed!s:<5} partial={o.partial_reward}")
+                    if not o.as_expected:
+                        print(f"        {o.description}; unmet: {o.unmet}")
+    elapsed = time.perf_counter() - started
+    summary = red_team_summary([r for _, r in reports])
+    for flag in ("gameable", "over_specified"):
+        flagged = [(k, getattr(r, flag)) for k, r in reports if getattr(r, flag)]
+        print(f"{flag}: {len(flagged)} of {len(reports)} tasks")
+        for key, causes in flagged[: args.show]:
+            print(f"  {key}: " + "; ".join(f"{c['policy']} ({c['why']}: {c['criteria'][:2]})" for c in causes[:3]))
+    failing = [k for k, r in reports if not r.reference.passed]
+    print(f"reference fails: {len(failing)} {failing[:10]}")
+    print(f"{'policy':<16} {'expect':<10} {'tasks':>5} {'passed':>7} {'partial':>8}")
+    for kind, row in summary.items():
+        partial = "-" if row["mean_partial_reward"] is None else f"{row['mean_partial_reward']:.3f}"
+        print(f"{kind:<16} {row['expect']:<10} {row['tasks']:>5} {row['passed_share']:>7.1%} {partial:>8}")
+    gate = sum(1 for _, r in reports if r.gate_passes)
+    print(f"checked {len(reports)} tasks in {elapsed:.1f}s; the gate passes {gate}")
+    print(
+        json.dumps(
+            {
+                "tasks": len(reports),
+                "gate_passes": gate,
+                "gameable": sum(1 for _, r in reports if r.gameable),
+                "over_specified": sum(1 for _, r in reports if r.over_specified),
+                "reference_fails": len(failing),
+                "seconds": round(elapsed, 1),
+                "policies": summary,
+            },
+            sort_keys=True,
+        )
+    )
+    return 0
 
 
 if __name__ == "__main__":

@@ -12,13 +12,20 @@ per fault, deterministically (same solution in, same perturbations out, in the s
   the next value of the tool's schema, a boolean flips, an ISO date moves 7 days later, a list of ids has its
   first id changed, a list of lines/parts loses its last entry (or, with one entry, changes that entry's id or
   quantity). Free text (notes, summaries, queries) and paging arguments (offset, limit, sort) are left alone:
-  changing them is no fault, or it is the ``first_page_only`` fault.
-- ``drop_fact[k]``: the ``k``-th fact-bearing sentence of the final answer is removed (a sentence, bullet or
-  line naming a number, an amount, a date, a month or an entity id). A fact sentence made of several clauses
-  joined by ";" also yields one copy per clause removed.
+  changing them is no fault, or it is the ``first_page_only`` fault. With ``replay`` (a function running a call
+  list on the snapshot and returning the results) a changed *read* must change what the agent learns and so
+  the answer: the copy is made only when the changed call's result differs, and every fact of the answer that
+  came from the original result alone (not from the instruction, nor from any result of the changed run) is
+  taken out of the answer; a changed read that changes no fact of the answer is no fault and yields no copy.
+  A changed write keeps the answer (the agent believes it did the right thing).
+- ``drop_fact[k]``: the ``k``-th fact of the final answer (an entity id, a money amount or a calendar date,
+  compared by value: "$1,499.99" and "1499.99 USD" are one fact, "2025-09-15" and "September 15" are one) is
+  removed from the answer *everywhere*: every sentence, line or ";" clause naming it goes. With ``results``
+  only facts that some tool result holds and the instruction does not are dropped (the facts the agent had
+  to find).
 - ``first_page_only[i]``: a paged read (a call with ``offset`` > 0) and every later page of the same query are
-  left out, as if the agent read only the first page; ``i`` is the first such call. The final answer is kept:
-  only criteria on the calls (or on what the later pages led to) can see it.
+  left out, as if the agent read only the first page; ``i`` is the first such call. With ``results`` the entity
+  ids that only the later pages returned are also taken out of the answer (the agent never saw them).
 
 Write tools are found through ``tool_lookup(name) -> Tool | None`` (default: the world's tool registry); a call
 to an unknown tool is never treated as a write, and its enums are unknown.
@@ -31,6 +38,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, timedelta
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 DROP_WRITE, CHANGE_ARGUMENT, DROP_FACT, FIRST_PAGE_ONLY = (
@@ -71,13 +79,19 @@ def _default_lookup(name: str):
 
 
 def reference_perturbations(
-    solution: dict, *, tool_lookup: Callable[[str], Any] | None = None, results: list | None = None
+    solution: dict,
+    *,
+    tool_lookup: Callable[[str], Any] | None = None,
+    results: list | None = None,
+    replay: Callable[[list[dict]], list] | None = None,
+    instruction: str = "",
 ) -> list[Perturbation]:
     """Every single-fault copy of ``solution`` ({"calls": [{"tool", "arguments"}], "final_answer"}), in the order
-    drop_write, change_argument, drop_fact, first_page_only, each by call (or sentence) position.
+    drop_write, change_argument, drop_fact, first_page_only, each by call (or fact) position.
 
-    ``results`` (optional), the reference calls' results in order, makes ``first_page_only`` realistic: the
-    entity ids that only the later pages returned are also taken out of the answer (the agent never saw them).
+    ``results`` (the reference calls' results in order) and ``replay`` (calls -> their results on the snapshot)
+    make the copies real faults (see the module's docstring); calibration and the library check both pass them
+    (``tasks_app.red_team.solution_context``). ``replay`` without ``results`` replays the reference first.
     """
     lookup = tool_lookup or _default_lookup
     calls = [
@@ -85,10 +99,12 @@ def reference_perturbations(
     ]
     answer = solution.get("final_answer") or ""
     tools = {c["tool"]: lookup(c["tool"]) for c in calls}
+    if results is None and replay is not None:
+        results = replay(calls)
     found: list[Perturbation] = []
     found += _drop_writes(calls, answer, tools)
-    found += _changed_arguments(calls, answer, tools)
-    found += _dropped_facts(calls, answer)
+    found += _changed_arguments(calls, answer, tools, results=results, replay=replay, instruction=instruction)
+    found += _dropped_facts(calls, answer, results=results, instruction=instruction)
     found += _first_pages_only(calls, answer, results)
     return found
 
@@ -184,10 +200,14 @@ def _changed_value(value: Any, enum: list | None) -> tuple[Any, str] | None:
     return None
 
 
-def _changed_arguments(calls: list[dict], answer: str, tools: dict) -> list[Perturbation]:
+def _changed_arguments(
+    calls: list[dict], answer: str, tools: dict, *, results=None, replay=None, instruction: str = ""
+) -> list[Perturbation]:
     out = []
+    known = results is not None and len(results) == len(calls) and replay is not None
     for index, call in enumerate(calls):
         tool = tools.get(call["tool"])
+        is_write = tool is not None and tool.group == "write"
         for name in sorted(call["arguments"]):
             if name in PAGING_ARGUMENTS:
                 continue
@@ -197,28 +217,52 @@ def _changed_arguments(calls: list[dict], answer: str, tools: dict) -> list[Pert
             value, how = changed
             new_calls = copy.deepcopy(calls)
             new_calls[index]["arguments"][name] = value
+            text, note = answer, ""
+            if known and not is_write:
+                new_results = replay(new_calls)
+                if _canonical(new_results[index]) == _canonical(results[index]):
+                    continue  # the changed read returns what the reference read: no fault
+                learned = facts_of(results[index])
+                still = facts_in_text(instruction).union(*(facts_of(r) for r in new_results))
+                lost = (learned - still) & facts_in_text(answer)
+                if not lost:
+                    continue  # the answer owes nothing to this read: changing it is no fault of the answer
+                text = drop_facts(answer, lost)
+                note = f"; {len(lost)} fact(s) it gave taken out of the answer"
             out.append(
                 Perturbation(
                     key=f"{CHANGE_ARGUMENT}[{index}].{name}",
                     kind=CHANGE_ARGUMENT,
-                    description=f"call {index} ({call['tool']}): {name} {how}",
-                    solution=_solution(new_calls, answer),
+                    description=f"call {index} ({call['tool']}): {name} {how}{note}",
+                    solution=_solution(new_calls, text),
                 )
             )
     return out
+
+
+def _canonical(value: Any) -> str:
+    import json
+
+    return json.dumps(value, sort_keys=True, default=str)
 
 
 # --- drop_fact -------------------------------------------------------------------------------------------------
 
 
 def _units(answer: str) -> list[tuple[int, int]]:
-    """(start, end) of each sentence or line of the answer."""
+    """(start, end) of each sentence, line or ";" clause of the answer."""
     spans, start = [], 0
     for match in _SENTENCE_END.finditer(answer):
         spans.append((start, match.start()))
         start = match.end()
     spans.append((start, len(answer)))
-    return [(s, e) for s, e in spans if answer[s:e].strip()]
+    clauses = []
+    for s, e in spans:
+        at = s
+        for piece in answer[s:e].split(";"):
+            clauses.append((at, at + len(piece)))
+            at += len(piece) + 1
+    return [(s, e) for s, e in clauses if answer[s:e].strip()]
 
 
 def is_fact(text: str) -> bool:
@@ -226,39 +270,128 @@ def is_fact(text: str) -> bool:
     return bool(_FACT.search(text))
 
 
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_MONEY_TEXT = re.compile(r"\$\s?(\d[\d,]*(?:\.\d+)?)|(?<![\d.,-])(\d{1,3}(?:,\d{3})+(?:\.\d{2})?|\d+\.\d{2})(?![\d-])")
+_ISO_TEXT = re.compile(r"(?<![\d-])(\d{4})-(\d{2})-(\d{2})(?!\d)")
+_LONG_DATE = re.compile(
+    r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?\b(?!:)", re.I
+)
+_MEASURE = re.compile(
+    r"(?<![\w.,-])(\d+(?:\.\d+)?)\s?(mm|cm|w|watts?|gb|tb|mhz|ghz|°c|%|percent|days?|months?|years?)(?![\w])", re.I
+)
+_UNITS = {"watt": "w", "watts": "w", "percent": "%", "day": "days", "month": "months", "year": "years"}
+_MONEY_VALUE = re.compile(r"-?\d+\.\d{2}")
+_MONEY_KEYS = re.compile(r"amount|total|price|cost|fee|subtotal|refund|shipping|discount|balance|credit|paid|value")
+
+
+def _money(text: str) -> str | None:
+    try:
+        return f"money:{Decimal(text.replace(',', '')).quantize(Decimal('0.01'))}"
+    except (InvalidOperation, ValueError):
+        return None
+
+
+def facts_in_text(text: str) -> set[str]:
+    """The facts a text names, by value: ``id:<entity id>``, ``money:<amount>``, ``date:<MM-DD>``, and measures
+    ``num:<value><unit>`` (166 mm, 650 W, 15%, 30 days)."""
+    found = {f"id:{i}" for i in ENTITY_ID.findall(text or "")}
+    bare = ENTITY_ID.sub(" ", text or "")
+    for match in _MONEY_TEXT.finditer(bare):
+        fact = _money(match.group(1) or match.group(2))
+        if fact:
+            found.add(fact)
+    for match in _ISO_TEXT.finditer(bare):
+        found.add(f"date:{match.group(2)}-{match.group(3)}")
+    for match in _LONG_DATE.finditer(bare):
+        month = _MONTHS.index(match.group(1).lower()[:3]) + 1
+        day = int(match.group(2))
+        if 1 <= day <= 31:
+            found.add(f"date:{month:02d}-{day:02d}")
+    for match in _MEASURE.finditer(bare):
+        unit = match.group(2).lower()
+        found.add(f"num:{Decimal(match.group(1)).normalize():f}{_UNITS.get(unit, unit)}")
+    return found
+
+
+def facts_of(value: Any, key: str = "") -> set[str]:
+    """The facts a tool result holds: entity ids, money amounts (2-decimal numbers, or numbers under a money-like
+    key) and dates (ISO dates and datetimes; a datetime also gives the day before, the world's zone being
+    behind UTC)."""
+    found: set[str] = set()
+    if isinstance(value, dict):
+        for name, item in value.items():
+            found |= facts_of(item, str(name))
+    elif isinstance(value, list):
+        for item in value:
+            found |= facts_of(item, key)
+    elif isinstance(value, bool) or value is None:
+        return found
+    elif isinstance(value, int | float | Decimal):
+        if isinstance(value, float | Decimal) or _MONEY_KEYS.search(key):
+            fact = _money(str(value))
+            if fact:
+                found.add(fact)
+    elif isinstance(value, str):
+        found |= facts_in_text(value)
+        iso = _ISO_TEXT.match(value)
+        if iso:
+            try:
+                day = date(int(iso.group(1)), int(iso.group(2)), int(iso.group(3)))
+            except ValueError:
+                return found
+            found.add(f"date:{day:%m-%d}")
+            if len(value) > 10 and value[10] in "T ":
+                found.add(f"date:{day - timedelta(days=1):%m-%d}")
+    return found
+
+
+def drop_facts(answer: str, facts: set[str]) -> str:
+    """The answer without every sentence, line or clause that names one of ``facts``."""
+    answer = text = (answer or "").strip()
+    for start, end in reversed(_units(answer)):
+        if facts_in_text(answer[start:end]) & facts:
+            text = _without(text, start, end)
+    return re.sub(r"[ \t]+\n", "\n", re.sub(r"\n{3,}", "\n\n", text)).strip()
+
+
 def _without(answer: str, start: int, end: int) -> str:
     text = answer[:start].rstrip(" ") + (" " if answer[:start] and not answer[:start].endswith("\n") else "")
     rest = answer[end:].lstrip(" ")
+    if rest.startswith(";"):
+        rest = rest[1:].lstrip(" ")
+    elif text.rstrip().endswith(";"):
+        text = text.rstrip()[:-1] + (". " if rest else "")
     return (text + rest).strip()
 
 
-def _dropped_facts(calls: list[dict], answer: str) -> list[Perturbation]:
-    out: list[Perturbation] = []
+def answer_facts(answer: str, *, results: list | None = None, instruction: str = "") -> list[str]:
+    """The facts of the answer a ``drop_fact`` copy can drop, in order of first appearance: with ``results``
+    only those some result holds and the instruction does not."""
+    ordered: list[str] = []
+    for start, end in _units(answer):
+        for fact in sorted(facts_in_text(answer[start:end])):
+            if fact not in ordered:
+                ordered.append(fact)
+    if results is not None:
+        seen = set().union(set(), *(facts_of(r) for r in results)) - facts_in_text(instruction)
+        ordered = [f for f in ordered if f in seen]
+    return ordered
 
-    def add(text: str, what: str) -> None:
+
+def _dropped_facts(calls: list[dict], answer: str, *, results=None, instruction: str = "") -> list[Perturbation]:
+    out: list[Perturbation] = []
+    for fact in answer_facts(answer, results=results, instruction=instruction):
+        text = drop_facts(answer, {fact})
+        if text == answer.strip():
+            continue
         out.append(
             Perturbation(
                 key=f"{DROP_FACT}[{len(out)}]",
                 kind=DROP_FACT,
-                description=f"dropped from the answer: {what.strip()[:120]!r}",
+                description=f"every mention of {fact.split(':', 1)[1]} dropped from the answer",
                 solution=_solution(calls, text),
             )
         )
-
-    for start, end in _units(answer):
-        sentence = answer[start:end]
-        if not is_fact(sentence):
-            continue
-        add(_without(answer, start, end), sentence)
-        clauses = sentence.split(";")
-        if len(clauses) > 1:
-            offset = start
-            for clause in clauses:
-                if is_fact(clause):
-                    head = answer[:offset]
-                    tail = answer[offset + len(clause) :]
-                    add((head + tail.removeprefix(";")).strip(), clause)
-                offset += len(clause) + 1
     return out
 
 
@@ -338,7 +471,8 @@ class RubricCheck:
 
     ``reference_passes``: every programmatic criterion is met by the reference (``llm`` criteria cannot be judged
     offline and are left out). A perturbed copy is *detected* when at least one programmatic criterion it meets
-    less than the reference does goes unmet; ``blind`` means no copy was detected.
+    less than the reference does goes unmet; ``blind`` means copies were made and none was detected (a task
+    whose reference has no real fault to make, e.g. an answer of policy text only, is not blind).
     """
 
     reference_passes: bool
@@ -349,7 +483,7 @@ class RubricCheck:
 
     @property
     def blind(self) -> bool:
-        return not self.detected
+        return bool(self.undetected) and not self.detected
 
 
 def _criterion_rows(criteria: list[dict]) -> list:
@@ -419,11 +553,33 @@ class SnapshotReplay:
         finally:
             episode_close(self.episode)
 
-    def unmet(self, rows: list, calls: list[dict], answers: list[str]) -> tuple[list[set[int]], list[str]]:
-        """For each answer, the indexes of the criteria not met after ``calls``; and the calls' errors."""
+    def results(self, calls: list[dict]) -> list:
+        """The results of ``calls`` made in order on the snapshot (rolled back afterwards)."""
+        return self._play(calls, [], [])[1]
+
+    def verdicts(self, rows: list, calls: list[dict], answers: list[str]) -> tuple[list[list[dict]], list, list[str]]:
+        """For each answer, the verdict of every criterion after ``calls`` (``llm`` ones pending, and any kind
+        this scratch world cannot judge pending too); the calls' results and errors."""
+        from rubrics_app.programmatic import _response_verdict, _verdict
+
+        fixed, results, errors = self._play(calls, rows, [])
+        out = []
+        for answer in answers:
+            verdicts = []
+            for i, row in enumerate(rows):
+                if i in fixed:
+                    verdicts.append(fixed[i])
+                elif row.kind == "response":
+                    verdicts.append(_response_verdict(row, answer or ""))
+                else:
+                    verdicts.append(_verdict(row, "pending", f"{row.kind} criteria are not judged offline"))
+            out.append(verdicts)
+        return out, results, errors
+
+    def _play(self, calls: list[dict], rows: list, answers: list[str]) -> tuple[dict[int, dict], list, list[str]]:
         from django.db import transaction
 
-        from rubrics_app.programmatic import _response_verdict, _state_verdict, _tool_call_verdict
+        from rubrics_app.programmatic import _state_verdict, _tool_call_verdict
         from world_app.routers import EPISODE_ALIAS
         from world_app.tools.registry import invoke_tool
 
@@ -438,30 +594,25 @@ class SnapshotReplay:
                     errors.append(f"calls[{index}] {call['tool']}: {message}")
                 steps.append({"seq": index + 1, "name": call["tool"], "arguments": call.get("arguments") or {},
                               "is_error": is_error})  # fmt: skip
-            fixed = set()
+            fixed = {}
             for i, row in enumerate(rows):
-                verdict = None
                 if row.kind == "state":
-                    verdict = _state_verdict(row)
+                    fixed[i] = _state_verdict(row)
                 elif row.kind == "tool_call":
-                    verdict = _tool_call_verdict(row, steps)
-                if verdict is not None and verdict["status"] == "not_met":
-                    fixed.add(i)
+                    fixed[i] = _tool_call_verdict(row, steps)
             transaction.set_rollback(True, using=EPISODE_ALIAS)
-        out = []
-        for answer in answers:
-            unmet = set(fixed)
-            for i, row in enumerate(rows):
-                if row.kind == "response" and _response_verdict(row, answer or "")["status"] == "not_met":
-                    unmet.add(i)
-            out.append(unmet)
+        return fixed, results, errors
+
+    def unmet(self, rows: list, calls: list[dict], answers: list[str]) -> tuple[list[set[int]], list[str]]:
+        """For each answer, the indexes of the criteria not met after ``calls``; and the calls' errors."""
+        verdict_lists, results, errors = self.verdicts(rows, calls, answers)
         self.last_results = results
-        return out, errors
+        return [{i for i, v in enumerate(vs) if v["status"] == "not_met"} for vs in verdict_lists], errors
 
 
 def rubric_check(
     *, criteria: list[dict], solution: dict, snapshot=None, replay: SnapshotReplay | None = None,
-    exhaustive: bool = False,
+    exhaustive: bool = False, instruction: str = "",
 ) -> RubricCheck:  # fmt: skip
     """Judge ``solution`` and its perturbed copies by the programmatic criteria on ``snapshot``.
 
@@ -477,12 +628,21 @@ def rubric_check(
     calls = [{"tool": c["tool"], "arguments": c.get("arguments") or {}} for c in solution.get("calls") or []]
     answer = solution.get("final_answer") or ""
     detected, undetected = [], []
+    if replay is not None:
+        replayer = replay.results
+    else:
+
+        def replayer(some_calls: list[dict]) -> list:
+            with SnapshotReplay(snapshot) as scratch:
+                return scratch.results(some_calls)
 
     def judge(perturbation: Perturbation, unmet: set[int], base: set[int]) -> None:
         (detected if unmet - base else undetected).append(perturbation.key)
 
     def ordered(results: list) -> tuple[list[Perturbation], list[Perturbation]]:
-        found = reference_perturbations({"calls": calls, "final_answer": answer}, results=results)
+        found = reference_perturbations(
+            {"calls": calls, "final_answer": answer}, results=results, replay=replayer, instruction=instruction
+        )
         # Answer-only faults first: they need no replay of the calls.
         found.sort(key=lambda p: p.kind != DROP_FACT)
         return [p for p in found if p.solution["calls"] == calls], [p for p in found if p.solution["calls"] != calls]

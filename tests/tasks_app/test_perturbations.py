@@ -62,15 +62,64 @@ def test_arguments_change_meaningfully_and_free_text_and_paging_never():
             assert len(diffs) == 1, key
 
 
-def test_facts_are_dropped_one_sentence_or_clause_at_a_time():
+def test_each_fact_is_dropped_everywhere_it_appears_one_fact_per_copy():
     found = by_key()
     facts = [p for p in found.values() if p.kind == "drop_fact"]
     answers = [p.solution["final_answer"] for p in facts]
     assert all("Thanks for your patience!" in a for a in answers)  # no digit: never dropped
-    assert any("$129.99" not in a and "$19.50" not in a for a in answers)  # the whole sentence
-    assert any("$129.99" not in a and "$19.50" in a for a in answers)  # its first clause only
+    assert any("$129.99" not in a and "$19.50" in a for a in answers)  # its clause only, the other kept
+    assert any("$19.50" not in a and "$129.99" in a for a in answers)
     assert any("Aug 14" not in a and "$129.99" in a for a in answers)  # the bullet line
     assert [p.key for p in facts] == [f"drop_fact[{i}]" for i in range(len(facts))]
+
+
+def test_a_fact_stated_twice_leaves_the_answer_entirely():
+    solution = {
+        "calls": [{"tool": "get_order_details", "arguments": {"order_id": "ord-230215-001"}}],
+        "final_answer": "The refund is $1,299.50. Summary: refund of 1299.50 USD; it arrives on 2025-09-20. "
+        "Your refund lands September 20.",
+    }
+    results = [{"order": {"id": "ord-230215-001", "total": "1299.50", "placed_at": "2025-09-20T10:00:00Z"}}]
+    found = {p.description: p.solution["final_answer"] for p in reference_perturbations(solution, results=results)}
+    money = found["every mention of 1299.50 dropped from the answer"]
+    assert "1,299.50" not in money and "1299.50" not in money and "2025-09-20" in money
+    day = found["every mention of 09-20 dropped from the answer"]
+    assert "2025-09-20" not in day and "September 20" not in day and "$1,299.50" in day
+
+
+def test_with_results_only_facts_the_tools_gave_and_the_instruction_did_not_are_dropped():
+    solution = {
+        "calls": [{"tool": "get_order_details", "arguments": {"order_id": "ord-230215-001"}}],
+        "final_answer": "Order ord-230215-001 totals $50.00. I also checked ord-999999-001.",
+    }
+    results = [{"order": {"id": "ord-230215-001", "total": "50.00"}}]
+    kept = reference_perturbations(solution, results=results, instruction="Where is ord-230215-001?")
+    assert [p.description for p in kept if p.kind == "drop_fact"] == ["every mention of 50.00 dropped from the answer"]
+
+
+def test_a_changed_read_drops_the_facts_it_gave_and_an_unchanged_one_is_no_fault():
+    solution = {
+        "calls": [
+            {"tool": "get_order_details", "arguments": {"order_id": "ord-230215-001"}},
+            {"tool": "search_knowledge_base", "arguments": {"query": "refunds", "kind": "policy"}},
+        ],
+        "final_answer": "Your order totals $50.00.",
+    }
+
+    def replay(calls):
+        out = []
+        for call in calls:
+            if call["tool"] == "get_order_details":
+                out.append({"order": {"id": call["arguments"]["order_id"], "total": "50.00" if call["arguments"][
+                    "order_id"] == "ord-230215-001" else "75.00"}})  # fmt: skip
+            else:
+                out.append({"items": []})  # every kind of article: the same (empty) result
+        return out
+
+    found = {p.key: p for p in reference_perturbations(solution, replay=replay)}
+    changed = found["change_argument[0].order_id"]
+    assert changed.solution["final_answer"] == "" and "1 fact(s)" in changed.description
+    assert "change_argument[1].kind" not in found
 
 
 def test_only_the_first_page_keeps_the_offset_zero_call():
