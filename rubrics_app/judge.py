@@ -1,4 +1,4 @@
-"""The judge: every criterion of a rollout decided, programmatic ones from the episode and llm ones by a model.
+"""The LLM judge: llm criteria decided by a model, with votes, retries and the verdict cache (see judgement.py).
 
 An llm criterion goes to the judge configuration's endpoint with a versioned prompt showing the task, the
 criterion and the trajectory, asking for JSON ``{met, rationale, evidence}``. Invalid output (not JSON, keys
@@ -14,18 +14,17 @@ under an older configuration (its samples carry the config hash) is judged again
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from typing import Any
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 
+from corecraft_site.canonical import canonical_sha256
 from corecraft_site.llm import ChatClient, EndpointError, RetryPolicy
-from rubrics_app.models import CriterionKind, JudgeConfig, Verdict, VerdictStatus
-from rubrics_app.programmatic import ERROR, MET, NOT_MET, PENDING, criteria_evaluate, reward
+from rubrics_app.models import JudgeConfig, Verdict, VerdictStatus
+from rubrics_app.programmatic import MET, NOT_MET
 
 JUDGE_PROMPT_V1 = """\
 You are a strict, fair grader of transcripts of a customer-support agent working for Corecraft Computers, \
@@ -196,7 +195,7 @@ def judge_config_hash(judge_config: JudgeConfig) -> str:
         "prompt_version": judge_config.prompt_version,
         "prompt": list(prompt) if prompt else None,
     }
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+    return canonical_sha256(payload)
 
 
 def endpoint_client(endpoint) -> ChatClient:
@@ -345,166 +344,6 @@ def _verdict_store(*, trajectory_hash: str, criterion, judge_config: JudgeConfig
     return verdict
 
 
-def trajectory_hash_compute(*, version, tool_calls: Sequence[dict], final_answer: str) -> str:
-    """sha256 of what the judge reads: the task version, each call with its result, and the final answer."""
-    canonical = {
-        "version": version.content_hash,
-        "calls": [
-            {
-                "name": c.get("name"),
-                "arguments": c.get("arguments"),
-                "result": c.get("result"),
-                "is_error": bool(c.get("is_error")),
-            }
-            for c in tool_calls
-        ],
-        "final_answer": final_answer or "",
-    }
-    return hashlib.sha256(json.dumps(canonical, sort_keys=True, default=str).encode()).hexdigest()
-
-
-def _as_dict(criterion, verdict: Verdict) -> dict:
-    data = {
-        "key": str(criterion.key),
-        "kind": criterion.kind,
-        "content_hash": criterion.content_hash,
-        "status": verdict.status,
-        "met": verdict.met if verdict.status != VerdictStatus.ERROR else None,
-        "rationale": verdict.rationale,
-        "evidence": verdict.evidence,
-        "weight": criterion.weight,
-        "required": criterion.required,
-        "verdict_id": verdict.pk,
-    }
-    if criterion.kind == CriterionKind.LLM:
-        data["agreement"] = verdict.agreement
-        data["samples"] = len(verdict.samples or [])
-        data["judge_config"] = verdict.judge_config_id
-    return data
-
-
-def _error_dict(criterion, rationale: str) -> dict:
-    return {
-        "key": str(criterion.key),
-        "kind": criterion.kind,
-        "content_hash": criterion.content_hash,
-        "status": ERROR,
-        "met": None,
-        "rationale": rationale,
-        "evidence": None,
-        "weight": criterion.weight,
-        "required": criterion.required,
-    }
-
-
-def _programmatic(criteria: list, *, rollout, trajectory_hash: str) -> dict[int, dict]:
-    """Verdicts of the programmatic criteria by criterion index: cached rows, the rest evaluated and stored."""
-    programmatic = [(i, c) for i, c in enumerate(criteria) if c.kind != CriterionKind.LLM]
-    if not programmatic:
-        return {}
-    cached = {
-        v.criterion_hash: v
-        for v in Verdict.objects.filter(
-            trajectory_hash=trajectory_hash,
-            judge_config__isnull=True,
-            criterion_hash__in=[c.content_hash for _, c in programmatic],
-        ).exclude(status=VerdictStatus.ERROR)
-    }
-    found = {i: _as_dict(c, cached[c.content_hash]) for i, c in programmatic if c.content_hash in cached}
-    missing = [(i, c) for i, c in programmatic if i not in found]
-    if not missing:
-        return found
-    # The rollout's own programmatic verdicts (made when its episode closed) are reused, not evaluated again.
-    known = {
-        (v.get("key"), v.get("content_hash")): v
-        for v in rollout.verdicts or []
-        if v.get("kind") != CriterionKind.LLM and v.get("status") in (MET, NOT_MET)
-    }
-    fresh = {i: known[(str(c.key), c.content_hash)] for i, c in missing if (str(c.key), c.content_hash) in known}
-    left = [(i, c) for i, c in missing if i not in fresh]
-    if left and rollout.episode_id is None:
-        found.update({i: _error_dict(c, "the rollout has no episode to judge") for i, c in left})
-        left = []
-    if left:
-        evaluated = criteria_evaluate(
-            criteria=[c for _, c in left], episode=rollout.episode, final_answer=rollout.final_answer
-        )
-        fresh.update({i: v for (i, _), v in zip(left, evaluated, strict=True)})
-    if not fresh:
-        return found
-    by_index = dict(programmatic)
-    Verdict.objects.bulk_create(
-        [
-            Verdict(
-                trajectory_hash=trajectory_hash,
-                criterion_key=by_index[i].key,
-                criterion_hash=by_index[i].content_hash,
-                judge_config=None,
-                met=v["met"],
-                status=v["status"],
-                rationale=v["rationale"],
-                evidence=v["evidence"] if v["evidence"] is not None else [],
-            )
-            for i, v in fresh.items()
-        ],
-        ignore_conflicts=True,  # another worker stored the same verdicts meanwhile: theirs are as good
-    )
-    ids = dict(
-        Verdict.objects.filter(
-            trajectory_hash=trajectory_hash,
-            judge_config__isnull=True,
-            criterion_hash__in=[by_index[i].content_hash for i in fresh],
-        ).values_list("criterion_hash", "pk")
-    )
-    for index, verdict in fresh.items():
-        found[index] = {**verdict, "verdict_id": ids.get(by_index[index].content_hash)}
-    return found
-
-
-def rollout_judge(*, rollout, judge_config: JudgeConfig | None = None, client: ChatClient | None = None) -> list[dict]:
-    """A verdict per criterion of the rollout's task version, in criterion order; stored on the rollout.
-
-    Programmatic criteria are decided from the episode and final answer, llm criteria by ``judge_config``
-    (pending without one). Sets the rollout's verdicts, reward (None unless final), passed, judged_at and
-    judge_errors. Not one transaction: model calls must not hold database locks.
-    """
-    criteria = list(rollout.version.criteria.order_by("position"))
-    trajectory_hash = rollout.trajectory_hash or trajectory_hash_compute(
-        version=rollout.version, tool_calls=rollout.tool_calls or [], final_answer=rollout.final_answer
-    )
-    verdicts = _programmatic(criteria, rollout=rollout, trajectory_hash=trajectory_hash)
-    for index, criterion in enumerate(criteria):
-        if criterion.kind != CriterionKind.LLM:
-            continue
-        if judge_config is None:
-            verdicts[index] = {
-                **_error_dict(criterion, "judged by the LLM judge (no judge configured)"),
-                "status": PENDING,
-            }
-            continue
-        client = client or endpoint_client(judge_config.endpoint)
-        row = judge_llm_criterion(
-            judge_config=judge_config,
-            criterion=criterion,
-            instruction=rollout.version.instruction,
-            tool_calls=rollout.tool_calls or [],
-            final_answer=rollout.final_answer,
-            trajectory_hash=trajectory_hash,
-            client=client,
-        )
-        verdicts[index] = _as_dict(criterion, row)
-    ordered = [verdicts[i] for i in range(len(criteria))]
-    outcome = reward(ordered)
-    rollout.trajectory_hash = trajectory_hash
-    rollout.verdicts = ordered
-    rollout.reward = outcome["reward"]
-    rollout.passed = outcome["passed"]
-    rollout.judged_at = timezone.now()
-    rollout.judge_errors = outcome["errors"]
-    rollout.save(update_fields=["trajectory_hash", "verdicts", "reward", "passed", "judged_at", "judge_errors"])
-    return ordered
-
-
 # --- the registry of endpoints and judge configurations (admins only) --------------------------------------------
 
 # Fields of an endpoint / a judge configuration that change what a verdict says; frozen once verdicts exist.
@@ -607,6 +446,5 @@ __all__ = [
     "judge_output_parse",
     "majority",
     "model_endpoint_save",
-    "rollout_judge",
     "trajectory_render",
 ]

@@ -7,8 +7,9 @@ rollout's reward: the weighted fraction met, and pass = every required criterion
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -49,23 +50,39 @@ def _verdict(criterion, status: str, rationale: str, evidence: Any = None) -> di
     }
 
 
-def criteria_evaluate(*, criteria: Iterable, episode, final_answer: str) -> list[dict]:
+def criteria_evaluate(
+    *, criteria: Iterable, episode, final_answer: str, tool_calls: Sequence[dict] | None = None
+) -> list[dict]:
     """A verdict per criterion (in the order given), from the episode's final world, its logged steps and the answer.
 
     ``criteria`` are ``Criterion`` rows (or anything with key, kind, spec, weight, required, content_hash).
+    ``tool_calls`` are the trajectory's calls with their results (name, arguments, result, is_error). With an
+    ``episode`` the steps are read from its log; with ``episode=None`` the calls are the steps and state criteria
+    read the world the caller has open (``episode_world`` or a scratch replay).
     """
     from world_app.episodes import episode_world
     from world_app.models import EpisodeStep
 
     criteria = list(criteria)
-    steps = list(
-        EpisodeStep.objects.filter(episode=episode).order_by("seq").values("seq", "name", "arguments", "is_error")
-    )
+    if episode is None:
+        steps = [
+            {
+                "seq": i,
+                "name": c.get("name"),
+                "arguments": c.get("arguments") or {},
+                "is_error": bool(c.get("is_error")),
+            }
+            for i, c in enumerate(tool_calls or [], start=1)
+        ]
+    else:
+        steps = list(
+            EpisodeStep.objects.filter(episode=episode).order_by("seq").values("seq", "name", "arguments", "is_error")
+        )
     verdicts: dict[int, dict] = {}
     state = [(i, c) for i, c in enumerate(criteria) if c.kind == CriterionKind.STATE]
     if state:
         # One pass over the episode's world for every state criterion.
-        with episode_world(episode):
+        with contextlib.nullcontext() if episode is None else episode_world(episode):
             for index, criterion in state:
                 verdicts[index] = _state_verdict(criterion)
     for index, criterion in enumerate(criteria):

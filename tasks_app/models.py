@@ -237,6 +237,9 @@ class Rollout(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     trajectory_hash = models.CharField(max_length=64, blank=True, db_index=True)
+    contract_version = models.CharField(
+        max_length=32, blank=True, db_index=True, help_text="The agent contract (world_app.contract) it ran under."
+    )
     verdicts = models.JSONField(default=list, blank=True)
     reward = models.FloatField(null=True, blank=True)
     passed = models.BooleanField(null=True, blank=True)

@@ -41,6 +41,8 @@ from datetime import date, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from rubrics_app.judgement import OPEN_WORLD, Judgement, RubricCriterion, Trajectory, rubric_of, trajectory_judge
+
 DROP_WRITE, CHANGE_ARGUMENT, DROP_FACT, FIRST_PAGE_ONLY = (
     "drop_write",
     "change_argument",
@@ -480,26 +482,15 @@ class RubricCheck:
     call_errors: list[str]
     detected: list[str]
     undetected: list[str]
+    reference_judgement: Judgement | None = None
 
     @property
     def blind(self) -> bool:
         return bool(self.undetected) and not self.detected
 
 
-def _criterion_rows(criteria: list[dict]) -> list:
-    import uuid
-    from types import SimpleNamespace
-
-    from rubrics_app.criteria import criterion_content_hash
-
-    rows = []
-    for index, c in enumerate(criteria):
-        fields = {k: c.get(k) for k in ("kind", "text", "spec", "weight", "category", "required")}
-        fields["spec"] = fields["spec"] or {}
-        fields["weight"] = fields["weight"] if fields["weight"] is not None else 1.0
-        fields["required"] = bool(fields["required"])
-        rows.append(SimpleNamespace(key=uuid.UUID(int=index), content_hash=criterion_content_hash(**fields), **fields))
-    return rows
+def _criterion_rows(criteria: list[dict]) -> list[RubricCriterion]:
+    return rubric_of(criteria)
 
 
 def _run_calls(snapshot, calls: list[dict], label: str):
@@ -518,18 +509,34 @@ def _run_calls(snapshot, calls: list[dict], label: str):
     return episode, errors, results
 
 
-def _unmet(rows, episode, answer: str) -> set[int]:
-    from rubrics_app.programmatic import criteria_evaluate
+def _call_dicts(calls: list[dict], results: list) -> list[dict]:
+    return [
+        {"name": call["tool"], "arguments": call.get("arguments") or {}, "result": result,
+         "is_error": isinstance(result, dict) and "error" in result}
+        for call, result in zip(calls, results, strict=True)
+    ]  # fmt: skip
 
-    verdicts = criteria_evaluate(criteria=rows, episode=episode, final_answer=answer)
-    return {i for i, v in enumerate(verdicts) if v["status"] == "not_met"}
+
+def _unmet_of(judgement: Judgement) -> set[int]:
+    return {i for i, v in enumerate(judgement.verdicts) if v["status"] == "not_met"}
+
+
+def _judged(rows, episode, answer: str, *, snapshot, calls: list[dict], results: list, instruction: str) -> Judgement:
+    trajectory = Trajectory.of(
+        instruction=instruction,
+        snapshot_version=snapshot.version,
+        tool_calls=_call_dicts(calls, results),
+        final_answer=answer,
+        episode=episode,
+    )
+    return trajectory_judge(rubric=rows, trajectory=trajectory)
 
 
 class SnapshotReplay:
     """Replays call lists in one scratch episode of a snapshot, each in a savepoint rolled back afterwards.
 
-    The tools run exactly as in an episode (the snapshot's rows and clock) but nothing is logged: the calls are
-    judged from an in-memory step list with the same verdict functions ``criteria_evaluate`` uses. Hundreds of
+    The tools run exactly as in an episode (the snapshot's rows and clock) but nothing is logged: each trajectory
+    is judged by ``trajectory_judge`` in the world the calls left (``OPEN_WORLD``), its calls as the steps. Hundreds of
     perturbed copies cost milliseconds each instead of an episode (and its logged steps) each. Use it as a
     context manager.
     """
@@ -555,59 +562,67 @@ class SnapshotReplay:
 
     def results(self, calls: list[dict]) -> list:
         """The results of ``calls`` made in order on the snapshot (rolled back afterwards)."""
-        return self._play(calls, [], [])[1]
+        return self._play(calls)[0]
 
-    def verdicts(self, rows: list, calls: list[dict], answers: list[str]) -> tuple[list[list[dict]], list, list[str]]:
-        """For each answer, the verdict of every criterion after ``calls`` (``llm`` ones pending, and any kind
-        this scratch world cannot judge pending too); the calls' results and errors."""
-        from rubrics_app.programmatic import _response_verdict, _verdict
+    def judgements(
+        self, rows: list, calls: list[dict], answers: list[str], *, instruction: str = ""
+    ) -> tuple[list[Judgement], list, list[str]]:
+        """For each answer, ``trajectory_judge``'s judgement after ``calls``, made in the replayed world
+        (``OPEN_WORLD``) before it is rolled back: the same judgement, hash and verdict cache as a logged episode
+        of the same calls. Also the calls' results and errors."""
+        judgements: list[Judgement] = []
 
-        fixed, results, errors = self._play(calls, rows, [])
-        out = []
-        for answer in answers:
-            verdicts = []
-            for i, row in enumerate(rows):
-                if i in fixed:
-                    verdicts.append(fixed[i])
-                elif row.kind == "response":
-                    verdicts.append(_response_verdict(row, answer or ""))
-                else:
-                    verdicts.append(_verdict(row, "pending", f"{row.kind} criteria are not judged offline"))
-            out.append(verdicts)
-        return out, results, errors
+        def judge(results: list) -> None:
+            tool_calls = _call_dicts(calls, results)
+            for answer in answers:
+                trajectory = Trajectory.of(
+                    instruction=instruction,
+                    snapshot_version=self.snapshot.version,
+                    tool_calls=tool_calls,
+                    final_answer=answer or "",
+                    episode=OPEN_WORLD,
+                )
+                judgements.append(trajectory_judge(rubric=rows, trajectory=trajectory))
 
-    def _play(self, calls: list[dict], rows: list, answers: list[str]) -> tuple[dict[int, dict], list, list[str]]:
+        results, errors = self._play(calls, judge)
+        return judgements, results, errors
+
+    def verdicts(
+        self, rows: list, calls: list[dict], answers: list[str], *, instruction: str = ""
+    ) -> tuple[list[list[dict]], list, list[str]]:
+        """For each answer, the verdict of every criterion after ``calls`` (``llm`` ones pending); the calls'
+        results and errors."""
+        judgements, results, errors = self.judgements(rows, calls, answers, instruction=instruction)
+        return [j.verdicts for j in judgements], results, errors
+
+    def _play(self, calls: list[dict], then=None) -> tuple[list, list[str]]:
+        """Make ``calls`` in a savepoint, run ``then(results)`` in the world they left, and roll it all back."""
         from django.db import transaction
 
-        from rubrics_app.programmatic import _state_verdict, _tool_call_verdict
         from world_app.routers import EPISODE_ALIAS
         from world_app.tools.registry import invoke_tool
 
         with transaction.atomic(using=EPISODE_ALIAS):
-            steps, errors, results = [], [], []
+            errors, results = [], []
             for index, call in enumerate(calls):
                 result = invoke_tool(call["tool"], call.get("arguments") or {})
                 results.append(result)
-                is_error = isinstance(result, dict) and "error" in result
-                if is_error:
+                if isinstance(result, dict) and "error" in result:
                     message = result["error"].get("message", "") if isinstance(result["error"], dict) else result
                     errors.append(f"calls[{index}] {call['tool']}: {message}")
-                steps.append({"seq": index + 1, "name": call["tool"], "arguments": call.get("arguments") or {},
-                              "is_error": is_error})  # fmt: skip
-            fixed = {}
-            for i, row in enumerate(rows):
-                if row.kind == "state":
-                    fixed[i] = _state_verdict(row)
-                elif row.kind == "tool_call":
-                    fixed[i] = _tool_call_verdict(row, steps)
+            if then is not None:
+                then(results)
             transaction.set_rollback(True, using=EPISODE_ALIAS)
-        return fixed, results, errors
+        return results, errors
 
-    def unmet(self, rows: list, calls: list[dict], answers: list[str]) -> tuple[list[set[int]], list[str]]:
+    def unmet(
+        self, rows: list, calls: list[dict], answers: list[str], *, instruction: str = ""
+    ) -> tuple[list[set[int]], list[str]]:
         """For each answer, the indexes of the criteria not met after ``calls``; and the calls' errors."""
-        verdict_lists, results, errors = self.verdicts(rows, calls, answers)
+        judgements, results, errors = self.judgements(rows, calls, answers, instruction=instruction)
         self.last_results = results
-        return [{i for i, v in enumerate(vs) if v["status"] == "not_met"} for vs in verdict_lists], errors
+        self.last_judgements = judgements
+        return [_unmet_of(j) for j in judgements], errors
 
 
 def rubric_check(
@@ -648,32 +663,52 @@ def rubric_check(
         return [p for p in found if p.solution["calls"] == calls], [p for p in found if p.solution["calls"] != calls]
 
     if replay is not None:
-        (base_unmet,), call_errors = replay.unmet(rows, calls, [answer])
+        (base_unmet,), call_errors = replay.unmet(rows, calls, [answer], instruction=instruction)
+        reference_judgement = replay.last_judgements[0]
         same_calls, other = ordered(replay.last_results)
-        unmet_sets, _ = replay.unmet(rows, calls, [p.solution["final_answer"] for p in same_calls])
+        answers = [p.solution["final_answer"] for p in same_calls]
+        unmet_sets, _ = replay.unmet(rows, calls, answers, instruction=instruction)
         for perturbation, unmet in zip(same_calls, unmet_sets, strict=True):
             judge(perturbation, unmet, base_unmet)
         for perturbation in other:
             if detected and not exhaustive:
                 break
-            (unmet,), _ = replay.unmet(rows, perturbation.solution["calls"], [perturbation.solution["final_answer"]])
+            copy_calls, copy_answer = perturbation.solution["calls"], perturbation.solution["final_answer"]
+            (unmet,), _ = replay.unmet(rows, copy_calls, [copy_answer], instruction=instruction)
             judge(perturbation, unmet, base_unmet)
     else:
         episode, call_errors, results = _run_calls(snapshot, calls, "rubric check: reference")
         try:
-            base_unmet = _unmet(rows, episode, answer)
+            reference_judgement = _judged(
+                rows, episode, answer, snapshot=snapshot, calls=calls, results=results, instruction=instruction
+            )
+            base_unmet = _unmet_of(reference_judgement)
             same_calls, other = ordered(results)
             for perturbation in same_calls:
-                judge(perturbation, _unmet(rows, episode, perturbation.solution["final_answer"]), base_unmet)
+                copy_answer = perturbation.solution["final_answer"]
+                unmet = _unmet_of(
+                    _judged(
+                        rows, episode, copy_answer, snapshot=snapshot, calls=calls, results=results,
+                        instruction=instruction,
+                    )
+                )  # fmt: skip
+                judge(perturbation, unmet, base_unmet)
         finally:
             episode_close(episode)
         for perturbation in other:
             if detected and not exhaustive:
                 break
             label = f"rubric check: {perturbation.key}"
-            copy_episode, _, _ = _run_calls(snapshot, perturbation.solution["calls"], label)
+            copy_calls, copy_answer = perturbation.solution["calls"], perturbation.solution["final_answer"]
+            copy_episode, _, copy_results = _run_calls(snapshot, copy_calls, label)
             try:
-                judge(perturbation, _unmet(rows, copy_episode, perturbation.solution["final_answer"]), base_unmet)
+                unmet = _unmet_of(
+                    _judged(
+                        rows, copy_episode, copy_answer, snapshot=snapshot, calls=copy_calls, results=copy_results,
+                        instruction=instruction,
+                    )
+                )  # fmt: skip
+                judge(perturbation, unmet, base_unmet)
             finally:
                 episode_close(copy_episode)
     if not exhaustive and detected:
@@ -684,4 +719,5 @@ def rubric_check(
         call_errors=call_errors,
         detected=detected,
         undetected=undetected,
+        reference_judgement=reference_judgement,
     )

@@ -617,7 +617,7 @@ def red_team_check(*, criteria: list, instruction: str, solution: dict, replay) 
     texts = {str(r.key): r.text for r in rows}
     calls = _calls(solution)
     answer = str(solution.get("final_answer") or "")
-    (reference_verdicts,), results, call_errors = replay.verdicts(rows, calls, [answer])
+    (reference_verdicts,), results, call_errors = replay.verdicts(rows, calls, [answer], instruction=instruction)
     reference = policy_outcome(key=REFERENCE, verdicts=reference_verdicts, texts=texts)
     policies = red_team_policies(
         instruction=instruction,
@@ -632,7 +632,7 @@ def red_team_check(*, criteria: list, instruction: str, solution: dict, replay) 
         by_calls.setdefault(json.dumps(policy.solution["calls"], sort_keys=True, default=str), []).append(policy)
     for group in by_calls.values():
         verdict_lists, _, _ = replay.verdicts(
-            rows, group[0].solution["calls"], [p.solution["final_answer"] for p in group]
+            rows, group[0].solution["calls"], [p.solution["final_answer"] for p in group], instruction=instruction
         )
         for policy, verdicts in zip(group, verdict_lists, strict=True):
             outcomes.append(

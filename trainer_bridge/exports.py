@@ -29,16 +29,12 @@ import pyarrow.parquet as pq
 
 from trainer_bridge.models import ExportFormat, Release
 from trainer_bridge.selectors import release_row_payloads
+from world_app.contract import agent_contract
 
 CHUNK = 1000
 DATA_SOURCE = "corecraft"
 AGENT_NAME = "corecraft_agent"
 ABILITY = "agentic_tool_use"
-SYSTEM_PROMPT = (
-    "You are a customer support and operations agent for Corecraft Computers, a PC parts retailer. "
-    "Use the tools to look things up and to act; do not invent facts. When you are done, reply to the customer "
-    "with your final answer."
-)
 EXTENSIONS = {ExportFormat.JSONL: "jsonl", ExportFormat.VERL_PARQUET: "parquet", ExportFormat.HF: "parquet"}
 CONTENT_TYPES = {
     ExportFormat.JSONL: "application/x-ndjson",
@@ -49,8 +45,15 @@ CONTENT_TYPES = {
 Progress = Callable[[int], None]
 
 
-def chat_prompt(instruction: str) -> list[dict]:
-    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": instruction}]
+def release_system_prompt(release: Release) -> str:
+    """The system prompt of the agent contract the release was frozen under (today's for older releases)."""
+    return (release.contract or {}).get("system_prompt") or agent_contract().system_prompt
+
+
+def chat_prompt(instruction: str, system_prompt: str | None = None) -> list[dict]:
+    """The prompt column: the agent contract's system prompt and the instruction, as every consumer gets them."""
+    prompt = system_prompt if system_prompt is not None else agent_contract().system_prompt
+    return [{"role": "system", "content": prompt}, {"role": "user", "content": instruction}]
 
 
 def jsonl_record(payload: dict) -> dict:
@@ -58,12 +61,12 @@ def jsonl_record(payload: dict) -> dict:
     return payload
 
 
-def verl_record(payload: dict, index: int) -> dict:
+def verl_record(payload: dict, index: int, *, system_prompt: str | None = None) -> dict:
     ref = {"release": payload["release"], "row_id": payload["row_id"]}
     return {
         "data_source": DATA_SOURCE,
         "agent_name": AGENT_NAME,
-        "prompt": chat_prompt(payload["instruction"]),
+        "prompt": chat_prompt(payload["instruction"], system_prompt),
         "ability": ABILITY,
         "reward_model": {"style": "rule", "ground_truth": json.dumps(ref, sort_keys=True)},
         "extra_info": {
@@ -82,9 +85,9 @@ def verl_record(payload: dict, index: int) -> dict:
     }
 
 
-def hf_record(payload: dict) -> dict:
+def hf_record(payload: dict, *, system_prompt: str | None = None) -> dict:
     return {
-        "prompt": chat_prompt(payload["instruction"]),
+        "prompt": chat_prompt(payload["instruction"], system_prompt),
         "release": payload["release"],
         "row_id": payload["row_id"],
         "task_key": payload["task_key"],
@@ -194,14 +197,22 @@ def _write_parquet(records: Iterable[dict], out: IO[bytes], schema: pa.Schema, *
 
 
 def write_verl_parquet(
-    payloads: Iterable[dict], out: IO[bytes], *, tool_names: list[str], progress: Progress | None = None
+    payloads: Iterable[dict],
+    out: IO[bytes],
+    *,
+    tool_names: list[str],
+    progress: Progress | None = None,
+    system_prompt: str | None = None,
 ) -> int:
-    records = (verl_record(payload, index) for index, payload in enumerate(payloads))
+    records = (verl_record(payload, index, system_prompt=system_prompt) for index, payload in enumerate(payloads))
     return _write_parquet(records, out, verl_schema(tool_names), progress=progress)
 
 
-def write_hf_parquet(payloads: Iterable[dict], out: IO[bytes], *, progress: Progress | None = None) -> int:
-    return _write_parquet((hf_record(p) for p in payloads), out, HF_SCHEMA, progress=progress)
+def write_hf_parquet(
+    payloads: Iterable[dict], out: IO[bytes], *, progress: Progress | None = None, system_prompt: str | None = None
+) -> int:
+    records = (hf_record(p, system_prompt=system_prompt) for p in payloads)
+    return _write_parquet(records, out, HF_SCHEMA, progress=progress)
 
 
 def export_write(*, release: Release, split: str, format: str, out: IO[bytes], progress: Progress | None = None) -> int:
@@ -211,7 +222,9 @@ def export_write(*, release: Release, split: str, format: str, out: IO[bytes], p
         return write_jsonl(payloads, out, progress=progress)
     if format == ExportFormat.VERL_PARQUET:
         tool_names = [schema["function"]["name"] for schema in release.tools or []]
-        return write_verl_parquet(payloads, out, tool_names=tool_names, progress=progress)
+        return write_verl_parquet(
+            payloads, out, tool_names=tool_names, progress=progress, system_prompt=release_system_prompt(release)
+        )
     if format == ExportFormat.HF:
-        return write_hf_parquet(payloads, out, progress=progress)
+        return write_hf_parquet(payloads, out, progress=progress, system_prompt=release_system_prompt(release))
     raise ValueError(f"unknown export format {format!r}")

@@ -88,6 +88,9 @@ class Release(models.Model):
     manifest = models.JSONField(default=dict, blank=True)
     # The OpenAI schemas of the tools, frozen once per release (every row names the tools it offers).
     tools = models.JSONField(default=list, blank=True)
+    # The agent contract the release was frozen under: its version, system prompt and limits (world_app.contract).
+    contract_version = models.CharField(max_length=32, blank=True)
+    contract = models.JSONField(default=dict, blank=True)
     checksum = models.CharField(max_length=64, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="releases")
     created_at = models.DateTimeField(auto_now_add=True)

@@ -15,6 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 from pydantic import ValidationError as PydanticValidationError
 
+from corecraft_site.canonical import canonical_json, canonical_sha256
 from trainer_bridge import splits
 from trainer_bridge.auth import secret_digest
 from trainer_bridge.models import (
@@ -28,6 +29,7 @@ from trainer_bridge.models import (
     Scope,
     Split,
 )
+from world_app.contract import agent_contract
 
 TOKEN_PREFIX = "cc_"  # noqa: S105 (a marker, not a secret)
 
@@ -80,12 +82,8 @@ def api_token_revoke(*, token: ApiToken) -> ApiToken:
 ROW_BATCH = 1000
 
 
-def canonical_json(value) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-
-
-def sha256_of(value) -> str:
-    return hashlib.sha256(canonical_json(value).encode()).hexdigest()
+# The project's one canonical JSON (release checksums are made of it); ``sha256_of`` kept as its name here.
+sha256_of = canonical_sha256
 
 
 def _clean_release_input(*, slug: str, name: str, seed, filters: dict, sizes: dict) -> dict:
@@ -260,8 +258,6 @@ def release_freeze(*, release: Release, user=None) -> Release:
 
     Raises ValidationError when the release is frozen already or the sizes cannot be met.
     """
-    from world_app.tools import tool_schemas
-
     release = Release.objects.select_for_update().get(pk=release.pk)
     if release.status == ReleaseStatus.FROZEN:
         raise ValidationError({"status": ["This release is frozen already."]})
@@ -270,7 +266,8 @@ def release_freeze(*, release: Release, user=None) -> Release:
     except splits.SplitError as exc:
         raise ValidationError({"sizes": [str(exc)]}) from None
 
-    tools = tool_schemas("openai")
+    contract = agent_contract()
+    tools = contract.tool_list()
     tool_names = [schema["function"]["name"] for schema in tools]
     split_checksums: dict[str, list[str]] = {Split.TRAIN: [], Split.HOLDOUT: []}
     snapshot_versions: set[int] = set()
@@ -318,6 +315,8 @@ def release_freeze(*, release: Release, user=None) -> Release:
                 }
             )
     release.tools = tools
+    release.contract_version = contract.version
+    release.contract = contract.frozen()
     release.manifest = {
         "format": 1,
         "seed": release.seed,
@@ -327,6 +326,7 @@ def release_freeze(*, release: Release, user=None) -> Release:
         "strata": strata,
         "snapshot_versions": sorted(snapshot_versions),
         "tools_sha256": tools_sha256,
+        "contract_version": contract.version,
         "row_checksum": "sha256 of canonical JSON {task_key, version_id, split, content}",
         "split_checksum": "sha256 of the split's row checksums in position order, newline-joined",
         "units": plan.units,
@@ -334,7 +334,7 @@ def release_freeze(*, release: Release, user=None) -> Release:
     }
     release.status = ReleaseStatus.FROZEN
     release.frozen_at = timezone.now()
-    release.save(update_fields=["tools", "manifest", "checksum", "status", "frozen_at"])
+    release.save(update_fields=["tools", "contract_version", "contract", "manifest", "checksum", "status", "frozen_at"])
     return release
 
 

@@ -33,6 +33,10 @@ class TrainerEpisode(models.Model):
     partial_reward = models.FloatField(null=True, blank=True, help_text="Weighted fraction met over judged ones.")
     passed = models.BooleanField(null=True, blank=True)
     final = models.BooleanField(default=False, help_text="Every criterion judged (none pending).")
+    trajectory_hash = models.CharField(max_length=64, blank=True, db_index=True)
+    reward_options = models.JSONField(
+        default=dict, blank=True, help_text="Reward options applied (rubric dropout: rate, seed, kept keys)."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

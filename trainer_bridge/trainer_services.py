@@ -1,7 +1,7 @@
 """The trainer-time API's logic: open an episode for a frozen release row, run tools in it, judge it when finished.
 
-Judgement reads the rubric frozen in the row (never the task's current rubric): programmatic criteria through
-``rubrics_app.programmatic.criteria_evaluate``, ``llm`` criteria through the LLM judge when one is configured.
+Judgement reads the rubric frozen in the row (never the task's current rubric) through the one judgement,
+``rubrics_app.judgement.trajectory_judge``: ``llm`` criteria through the LLM judge when one is configured.
 Without a judge they stay ``pending``: the reward is then not final (``reward`` is None, ``partial_reward`` is
 over the judged criteria) and the answer says so.
 """
@@ -17,19 +17,25 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from rubrics_app.judge import endpoint_client, judge_llm_criterion, trajectory_hash_compute
-from rubrics_app.models import CriterionKind, JudgeConfig, Verdict
-from rubrics_app.programmatic import ERROR, PENDING, criteria_evaluate, reward
+from rubrics_app.judgement import (
+    Judgement,
+    JudgeOptions,
+    Trajectory,
+    judgement_fold,
+    rubric_of,
+    trajectory_judge,
+)
+from rubrics_app.models import CriterionKind, JudgeConfig
 from trainer_bridge.models import ApiToken, Release, ReleaseRow, ReleaseStatus
 from trainer_bridge.selectors import release_row_criteria, release_row_get, release_row_payload, visible_splits
 from trainer_bridge.trainer_models import TrainerEpisode, TrainerEpisodeStatus
+from world_app.contract import agent_contract
 from world_app.episodes import episode_close, episode_create
 from world_app.models import EpisodeStep, WorldSnapshot
 from world_app.tools.registry import call_tool_step
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_MAX_TURNS = 30
 FINAL_ANSWER_MAX = 100_000
 
 
@@ -83,9 +89,31 @@ def row_tools(row: ReleaseRow) -> list[dict]:
 
 
 def row_max_turns(row: ReleaseRow) -> int:
+    """The row's own turn budget if it sets one, else the release's agent contract's."""
     metadata = (row.content or {}).get("metadata") or {}
     value = metadata.get("max_turns") if isinstance(metadata, dict) else None
-    return value if isinstance(value, int) and value > 0 else DEFAULT_MAX_TURNS
+    if isinstance(value, int) and value > 0:
+        return value
+    return release_contract(row.release)["limits"]["max_turns"]
+
+
+def release_contract(release: Release) -> dict:
+    """The agent contract the release was frozen under (today's, for a release frozen before contracts)."""
+    return release.contract or agent_contract().frozen()
+
+
+def row_contract(row: ReleaseRow) -> dict:
+    """What the episode's agent is given beside the instruction and tools: the contract's prompt and limits."""
+    frozen = release_contract(row.release)
+    return {
+        "system_prompt": frozen["system_prompt"],
+        "messages": [
+            {"role": "system", "content": frozen["system_prompt"]},
+            {"role": "user", "content": (row.content or {}).get("instruction", "")},
+        ],
+        "limits": frozen["limits"],
+        "contract_version": frozen["version"],
+    }
 
 
 # --- services -------------------------------------------------------------------------------------------------
@@ -114,68 +142,48 @@ def judge_config_for_trainer() -> JudgeConfig | None:
     return JudgeConfig.objects.filter(is_active=True).select_related("endpoint").order_by("-created_at").first()
 
 
-def _episode_tool_calls(episode_id: Any) -> list[dict]:
-    steps = EpisodeStep.objects.filter(episode_id=episode_id).order_by("seq")
-    return [
-        {"name": s.name, "arguments": s.arguments, "result": s.result, "is_error": s.is_error}
-        for s in steps.only("name", "arguments", "result", "is_error", "seq")
-    ]
+def row_trajectory(*, trainer_episode: TrainerEpisode, final_answer: str) -> Trajectory:
+    """The episode's trajectory on its row: every tool call the trainer made is a logged step."""
+    content = trainer_episode.row.content or {}
+    return Trajectory.from_episode(
+        episode=trainer_episode.episode_id,
+        instruction=content.get("instruction", ""),
+        snapshot_version=content.get("snapshot_version"),
+        final_answer=final_answer,
+    )
 
 
-def _llm_verdict(criterion, stored: Verdict) -> dict:
-    return {
-        "key": str(criterion.key),
-        "kind": criterion.kind,
-        "content_hash": criterion.content_hash,
-        "status": stored.status,
-        "met": stored.met if stored.status != ERROR else None,
-        "rationale": stored.rationale,
-        "evidence": stored.evidence,
-        "weight": criterion.weight,
-        "required": criterion.required,
-        "agreement": stored.agreement,
-        "verdict_id": stored.pk,
-    }
+def reward_options_make(*, episode_id: Any, rubric_dropout: float = 0.0, seed: int | None = None) -> JudgeOptions:
+    """The judgement's options for one episode: rubric dropout off at 0; its seed defaults to one from the id."""
+    if not rubric_dropout:
+        return JudgeOptions()
+    if seed is None:
+        seed = uuid.UUID(str(episode_id)).int % 2**63
+    return JudgeOptions(dropout=rubric_dropout, dropout_seed=seed)
 
 
-def trainer_episode_judge(*, trainer_episode: TrainerEpisode, final_answer: str, client=None) -> list[dict]:
-    """A verdict per criterion of the row's frozen rubric, in rubric order; no lock held (model calls are slow).
+def trainer_episode_judge(
+    *, trainer_episode: TrainerEpisode, final_answer: str, client=None, options: JudgeOptions | None = None
+) -> Judgement:
+    """The judgement of the episode against the row's frozen rubric; no lock held (model calls are slow).
 
     llm criteria go to the LLM judge (``judge_config_for_trainer``); without one they stay ``pending``.
     """
-    row = trainer_episode.row
-    criteria = release_row_criteria(row)
-    verdicts = criteria_evaluate(criteria=criteria, episode=trainer_episode.episode_id, final_answer=final_answer)
-    llm = [i for i, c in enumerate(criteria) if c.kind == CriterionKind.LLM]
-    judge_config = judge_config_for_trainer() if llm else None
-    if judge_config is not None:
-        tool_calls = _episode_tool_calls(trainer_episode.episode_id)
-        trajectory_hash = trajectory_hash_compute(version=row.version, tool_calls=tool_calls, final_answer=final_answer)
-        client = client or endpoint_client(judge_config.endpoint)
-        for index in llm:
-            stored = judge_llm_criterion(
-                judge_config=judge_config,
-                criterion=criteria[index],
-                instruction=(row.content or {}).get("instruction", ""),
-                tool_calls=tool_calls,
-                final_answer=final_answer,
-                trajectory_hash=trajectory_hash,
-                client=client,
-            )
-            verdicts[index] = _llm_verdict(criteria[index], stored)
-    elif llm:
-        for index in llm:
-            verdicts[index]["rationale"] = "pending: no LLM judge is configured on this server"
-    for verdict, criterion in zip(verdicts, criteria, strict=True):
-        verdict.setdefault("text", criterion.text)
-    return verdicts
+    rubric = rubric_of(release_row_criteria(trainer_episode.row))
+    llm = any(c.kind == CriterionKind.LLM for c in rubric)
+    return trajectory_judge(
+        rubric=rubric,
+        trajectory=row_trajectory(trainer_episode=trainer_episode, final_answer=final_answer),
+        judge_config=judge_config_for_trainer() if llm else None,
+        client=client,
+        options=options,
+    )
 
 
-def _pending_note(result: dict, verdicts: list[dict]) -> str:
-    if result["final"]:
+def _pending_note(result: Judgement) -> str:
+    if result.final:
         return ""
-    pending = sum(1 for v in verdicts if v["status"] == PENDING)
-    errors = sum(1 for v in verdicts if v["status"] == ERROR)
+    pending, errors = result.pending, result.errors
     parts = []
     if pending:
         parts.append(f"{pending} criteria pending (no LLM judge ruled on them)")
@@ -188,7 +196,12 @@ def _pending_note(result: dict, verdicts: list[dict]) -> str:
 
 
 def trainer_episode_finish(
-    *, trainer_episode: TrainerEpisode, final_answer: str, messages: list | None = None, client=None
+    *,
+    trainer_episode: TrainerEpisode,
+    final_answer: str,
+    messages: list | None = None,
+    client=None,
+    options: JudgeOptions | None = None,
 ) -> TrainerEpisode:
     """Judge the episode against the row's frozen rubric, store the verdicts and reward, close the world episode.
 
@@ -198,9 +211,11 @@ def trainer_episode_finish(
     """
     if trainer_episode.status == TrainerEpisodeStatus.FINISHED:
         return _already_finished(trainer_episode, final_answer)
-    verdicts = trainer_episode_judge(trainer_episode=trainer_episode, final_answer=final_answer, client=client)
+    judgement = trainer_episode_judge(
+        trainer_episode=trainer_episode, final_answer=final_answer, client=client, options=options
+    )
     return _finish_store(
-        trainer_episode=trainer_episode, final_answer=final_answer, messages=messages, verdicts=verdicts
+        trainer_episode=trainer_episode, final_answer=final_answer, messages=messages, judgement=judgement
     )
 
 
@@ -212,19 +227,20 @@ def _already_finished(trainer_episode: TrainerEpisode, final_answer: str) -> Tra
 
 @transaction.atomic
 def _finish_store(
-    *, trainer_episode: TrainerEpisode, final_answer: str, messages: list | None, verdicts: list[dict]
+    *, trainer_episode: TrainerEpisode, final_answer: str, messages: list | None, judgement: Judgement
 ) -> TrainerEpisode:
     locked = TrainerEpisode.objects.select_for_update().select_related("row", "release").get(pk=trainer_episode.pk)
     if locked.status == TrainerEpisodeStatus.FINISHED:
         return _already_finished(locked, final_answer)
-    result = reward(verdicts)
     locked.final_answer = final_answer
     locked.messages = messages or []
-    locked.verdicts = verdicts
-    locked.reward = result["reward"]
-    locked.partial_reward = result["partial_reward"]
-    locked.passed = result["passed"]
-    locked.final = result["final"]
+    locked.verdicts = judgement.verdicts
+    locked.reward = judgement.final_reward
+    locked.partial_reward = judgement.partial_reward
+    locked.passed = judgement.passed
+    locked.final = judgement.final
+    locked.trajectory_hash = judgement.trajectory_hash
+    locked.reward_options = judgement.options
     locked.status = TrainerEpisodeStatus.FINISHED
     locked.finished_at = timezone.now()
     locked.save()
@@ -235,8 +251,8 @@ def _finish_store(
 def trainer_episode_result(trainer_episode: TrainerEpisode) -> dict:
     """The judgement of a finished episode as the API reports it."""
     verdicts = trainer_episode.verdicts or []
-    result = reward(verdicts) if verdicts else None
-    pending = result["pending"] if result else 0
+    result = judgement_fold(verdicts, trajectory_hash=trainer_episode.trajectory_hash) if verdicts else None
+    pending = result.pending if result else 0
     return {
         "episode_id": trainer_episode.episode_id,
         "release": trainer_episode.release.slug,
@@ -247,8 +263,10 @@ def trainer_episode_result(trainer_episode: TrainerEpisode) -> dict:
         "passed": trainer_episode.passed,
         "final": trainer_episode.final,
         "pending": pending,
-        "note": _pending_note(result, verdicts) if result else "",
+        "note": _pending_note(result) if result else "",
         "verdicts": verdicts,
+        "trajectory_hash": trainer_episode.trajectory_hash,
+        "reward_options": trainer_episode.reward_options or {},
     }
 
 

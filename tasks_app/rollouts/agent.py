@@ -22,57 +22,32 @@ from typing import Any
 from pydantic import ValidationError
 
 from corecraft_site.llm import ChatClient, EndpointError
+from world_app import contract
 
-SYSTEM_PROMPT_TEMPLATE = """\
-You are a customer support agent for Corecraft Computers, an online store for PC components and custom-built \
-computers. You help customers and colleagues with orders, returns, refunds, warranty claims, shipping, \
-compatibility questions and support tickets.
-
-How to work:
-- Use the tools to look things up and to make changes. Never guess an id, a price, a date or a status: read it.
-- Searches return pages of results; read further pages when the answer may be on them.
-- Make only the changes the request needs, and check each tool result (a result with "error" changed nothing).
-- When you are done, answer in plain text with what you found or did, including the numbers and ids that matter.
-  Your reply without a tool call is your final answer: the conversation ends there.
-
-Corecraft policies you must apply (the tools enforce some of them, you are responsible for all of them):
-- Returns: within {RETURN_WINDOW_DAYS} days of delivery, in original condition; after that the sale is final \
-(warranty still applies).
-- Opened, non-defective returns pay a {RESTOCKING_FEE_PCT}% restocking fee on the returned merchandise; cables \
-and accessories are exempt. Refunds never include the original shipping cost.
-- Refunds above ${REFUND_APPROVAL_LIMIT} need a team lead's approval: escalate them as a policy exception.
-- Warranty runs from the delivery date for the product's warranty months and covers manufacturing defects only, \
-not: {WARRANTY_EXCLUSIONS_TEXT}.
-- Loyalty discounts apply to merchandise, never to shipping: {LOYALTY_TEXT}.
-- Price match: refund the difference when an authorised retailer sells the identical item for less within \
-{PRICE_MATCH_WINDOW_DAYS} days of our sale (marketplace sellers and clearance prices do not count).
-- Ground shipping is free over ${FREE_GROUND_SHIPPING_OVER}.
-- An order whose shipment has left the warehouse cannot be cancelled; it must be returned instead.
-"""
+# The prompt, tools and limits are the agent contract (world_app.contract), the same for every consumer.
+SYSTEM_PROMPT_TEMPLATE = contract.SYSTEM_PROMPT_TEMPLATE
 
 
 def system_prompt() -> str:
-    """The agent's system prompt, its numbers filled from ``world_app.policies`` (the one source for them)."""
-    from world_app import policies
-
-    numbers: dict[str, Any] = {key: value for key, value in vars(policies).items() if key.isupper()}
-    numbers["WARRANTY_EXCLUSIONS_TEXT"] = ", ".join(x.replace("_", " ") for x in policies.WARRANTY_EXCLUSIONS)
-    numbers["LOYALTY_TEXT"] = ", ".join(f"{tier} {pct}%" for tier, pct in policies.LOYALTY_DISCOUNT_PCT.items())
-    return SYSTEM_PROMPT_TEMPLATE.format_map(numbers)
+    """The agent's system prompt: the contract's."""
+    return contract.agent_contract().system_prompt
 
 
 def initial_messages(instruction: str) -> list[dict[str, Any]]:
-    """The conversation a rollout starts from: the system prompt and the task's instruction as the user."""
-    return [{"role": "system", "content": system_prompt()}, {"role": "user", "content": instruction}]
+    """The conversation a rollout starts from: the contract's system prompt and the instruction as the user."""
+    return contract.agent_contract().messages(instruction)
+
+
+_LIMITS = contract.ContractLimits()
 
 
 @dataclass(frozen=True)
 class AgentLimits:
-    """When the loop gives up without a final answer."""
+    """When the loop gives up without a final answer (the contract's limits unless an endpoint sets others)."""
 
-    max_turns: int = 30
-    max_total_tokens: int = 200_000
-    max_wall_s: float = 900.0
+    max_turns: int = _LIMITS.max_turns
+    max_total_tokens: int = _LIMITS.max_total_tokens
+    max_wall_s: float = _LIMITS.max_wall_s
 
     # Keys of an endpoint's ``sampling`` that set these limits instead of being sent to the model.
     KEYS = ("max_turns", "max_total_tokens", "max_wall_s")
@@ -201,10 +176,8 @@ def agent_loop(
 
     ``before_model_call`` runs before each wait on the model (the rollout hands its database connection back
     to the pool there, so many concurrent rollouts need few connections)."""
-    from world_app.tools.registry import tool_schemas
-
     limits = limits or AgentLimits()
-    tools = list(tools) if tools is not None else tool_schemas("openai")
+    tools = list(tools) if tools is not None else contract.agent_contract().tool_list()
     sampling = dict(sampling or {})
     run = AgentRun(messages=list(messages) if messages is not None else initial_messages(instruction))
     started = clock()

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
-import json
 import logging
 from typing import Any
 
-from django.core.serializers.json import DjangoJSONEncoder
 from django.db import connection, transaction
 from django.utils import timezone
 
+from rubrics_app.judgement import Judgement, Trajectory, rubric_of_version, trajectory_judge
 from tasks_app.models import ModelEndpoint, Rollout, RolloutPolicy, RolloutStatus, TaskVersion
 from tasks_app.rollouts.agent import STOP_ENDPOINT_ERROR, AgentLimits, AgentRun, agent_loop, request_sampling
 from tasks_app.rollouts.policies import perturbation_for, replay_solution
+from world_app.contract import agent_contract
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +48,7 @@ def rollout_create(
     """A queued rollout of ``policy`` on ``version`` (run it with :func:`rollout_execute`)."""
     return Rollout.objects.create(
         version=version,
+        contract_version=agent_contract().version,
         policy=policy,
         endpoint=endpoint if policy == RolloutPolicy.MODEL else None,
         policy_label=policy_label(policy=policy, endpoint=endpoint, perturbation_key=perturbation_key),
@@ -60,23 +59,16 @@ def rollout_create(
     )
 
 
-def trajectory_hash(*, version: TaskVersion, run: AgentRun) -> str:
-    """sha256 of what a judge sees: the snapshot and instruction, the calls with their results, the answers.
-
-    Tool call ids, latencies and token counts are left out: two identical behaviours hash the same.
-    """
-    canonical = {
-        "snapshot": version.snapshot_id,
-        "instruction": version.instruction,
-        "calls": [
-            {"name": c["name"], "arguments": c["arguments"], "result": c["result"], "is_error": c["is_error"]}
-            for c in run.tool_calls
-        ],
-        "assistant": [m.get("content") or "" for m in run.messages if m.get("role") == "assistant"],
-        "final_answer": run.final_answer,
-    }
-    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), cls=DjangoJSONEncoder)
-    return hashlib.sha256(text.encode()).hexdigest()
+def rollout_trajectory(rollout: Rollout) -> Trajectory:
+    """The rollout's trajectory as the judgement reads it (its stored calls, answer and closed episode)."""
+    version = rollout.version
+    return Trajectory.of(
+        instruction=version.instruction,
+        snapshot_version=version.snapshot.version,
+        tool_calls=rollout.tool_calls or [],
+        final_answer=rollout.final_answer,
+        episode=rollout.episode_id,
+    )
 
 
 def _storable(value: Any) -> Any:
@@ -93,7 +85,6 @@ def rollout_execute(*, rollout: Rollout, judge: bool = True, judge_config=None, 
     client's retries) and unexpected errors fail the rollout with their reason; nothing raises for them.
     ``judge=False`` stores the programmatic verdicts only (llm ones pending) and leaves the judge to the caller.
     """
-    from rubrics_app.programmatic import criteria_evaluate
     from world_app.episodes import episode_close
     from world_app.tools.registry import call_tool_step
 
@@ -108,14 +99,20 @@ def rollout_execute(*, rollout: Rollout, judge: bool = True, judge_config=None, 
         return step.result, step.seq
 
     run: AgentRun | None = None
-    verdicts: list[dict] = []
+    judgement: Judgement | None = None
     crash = ""
     try:
         run = _policy_run(rollout, run_tool=run_tool, client=client)
         if run.stop_reason != STOP_ENDPOINT_ERROR:
-            verdicts = criteria_evaluate(
-                criteria=version.criteria.order_by("position"), episode=episode, final_answer=run.final_answer
+            # Programmatic verdicts now, from the open episode (llm ones pending): the judge below reuses them.
+            trajectory = Trajectory.of(
+                instruction=version.instruction,
+                snapshot_version=version.snapshot.version,
+                tool_calls=_storable(run.tool_calls),
+                final_answer=run.final_answer.replace("\x00", ""),
+                episode=episode,
             )
+            judgement = trajectory_judge(rubric=rubric_of_version(version), trajectory=trajectory)
     except Exception as exc:
         logger.exception("rollout %s crashed", rollout.pk)
         crash = f"{type(exc).__name__}: {exc}"
@@ -124,7 +121,7 @@ def rollout_execute(*, rollout: Rollout, judge: bool = True, judge_config=None, 
             episode_close(episode)
         except Exception:
             logger.exception("rollout %s: its episode %s did not close", rollout.pk, episode.pk)
-    rollout = _rollout_store(rollout=rollout, run=run, verdicts=verdicts, crash=crash)
+    rollout = _rollout_store(rollout=rollout, run=run, judgement=judgement, crash=crash)
     if judge and rollout.status == RolloutStatus.FINISHED:
         config = judge_config if judge_config is not None else (rollout.run.judge_config if rollout.run else None)
         rollout = rollout_judge_store(rollout=rollout, judge_config=config)
@@ -183,7 +180,7 @@ def _connection_release() -> None:
 
 
 @transaction.atomic
-def _rollout_store(*, rollout: Rollout, run: AgentRun | None, verdicts: list[dict], crash: str) -> Rollout:
+def _rollout_store(*, rollout: Rollout, run: AgentRun | None, judgement: Judgement | None, crash: str) -> Rollout:
     now = timezone.now()
     if run is not None:
         rollout.messages = _storable(run.messages)
@@ -195,30 +192,17 @@ def _rollout_store(*, rollout: Rollout, run: AgentRun | None, verdicts: list[dic
         rollout.malformed_tool_calls = run.malformed_tool_calls
         rollout.endpoint_retries = run.endpoint_retries
         rollout.latency_ms = round(run.latency_ms, 3)
-        rollout.trajectory_hash = trajectory_hash(version=rollout.version, run=run)
     failed = bool(crash) or run is None or run.stop_reason == STOP_ENDPOINT_ERROR
     rollout.status = RolloutStatus.FAILED if failed else RolloutStatus.FINISHED
     # A limit reached is a finished rollout without a final answer (judged: the agent did not finish the job).
     rollout.failure_reason = crash or (run.failure_reason if run is not None else "")
     rollout.finished_at = now
-    rollout.verdicts = verdicts
-    outcome = verdicts_outcome(verdicts) if verdicts else None
-    rollout.reward = outcome["reward"] if outcome else None
-    rollout.passed = outcome["passed"] if outcome else None
+    rollout.verdicts = judgement.verdicts if judgement else []
+    rollout.trajectory_hash = judgement.trajectory_hash if judgement else ""
+    rollout.reward = judgement.final_reward if judgement else None
+    rollout.passed = judgement.passed if judgement else None
     rollout.save()
     return rollout
-
-
-def verdicts_outcome(verdicts: list[dict]) -> dict:
-    """``rubrics_app.programmatic.reward`` where a judge error counts as undecided, never as met or not met."""
-    from rubrics_app.programmatic import PENDING, reward
-
-    return reward([{**v, "status": PENDING} if v.get("status") == "error" else v for v in verdicts])
-
-
-def judge_available() -> bool:
-    """Whether the LLM judge module (``rubrics_app.judge``) is installed."""
-    return importlib.util.find_spec("rubrics_app.judge") is not None
 
 
 def rollout_needs_llm_judge(rollout: Rollout) -> bool:
@@ -226,25 +210,35 @@ def rollout_needs_llm_judge(rollout: Rollout) -> bool:
     return any(v.get("status") == "pending" for v in rollout.verdicts)
 
 
-def rollout_judge_store(*, rollout: Rollout, judge_config=None) -> Rollout:
-    """Judge a finished rollout (``rubrics_app.judge.rollout_judge`` when installed, else the programmatic
-    verdicts it has) and store verdicts, reward, pass and the count of judge errors."""
-    if judge_available():
-        from rubrics_app.judge import rollout_judge
+def rollout_judge(*, rollout: Rollout, judge_config=None, client=None) -> Judgement:
+    """Judge a finished rollout through the one judgement and store verdicts, reward, pass and judge errors.
 
-        verdicts = rollout_judge(rollout=rollout, judge_config=judge_config)
-    else:
-        verdicts = list(rollout.verdicts)
-    return _rollout_verdicts_store(rollout=rollout, verdicts=verdicts)
+    Programmatic verdicts come from the cache (made when its episode closed); llm ones from ``judge_config``
+    (pending without one). The reward stays None until every verdict is decided.
+    """
+    judgement = trajectory_judge(
+        rubric=rubric_of_version(rollout.version),
+        trajectory=rollout_trajectory(rollout),
+        judge_config=judge_config,
+        client=client,
+    )
+    _rollout_judgement_store(rollout=rollout, judgement=judgement)
+    return judgement
+
+
+def rollout_judge_store(*, rollout: Rollout, judge_config=None, client=None) -> Rollout:
+    """Judge a finished rollout (see :func:`rollout_judge`) and return it with its judgement stored."""
+    rollout_judge(rollout=rollout, judge_config=judge_config, client=client)
+    return rollout
 
 
 @transaction.atomic
-def _rollout_verdicts_store(*, rollout: Rollout, verdicts: list[dict]) -> Rollout:
-    outcome = verdicts_outcome(verdicts)
-    rollout.verdicts = verdicts
-    rollout.reward = outcome["reward"]
-    rollout.passed = outcome["passed"]
-    rollout.judge_errors = sum(1 for v in verdicts if v.get("status") == "error")
+def _rollout_judgement_store(*, rollout: Rollout, judgement: Judgement) -> Rollout:
+    rollout.trajectory_hash = judgement.trajectory_hash
+    rollout.verdicts = judgement.verdicts
+    rollout.reward = judgement.final_reward
+    rollout.passed = judgement.passed
+    rollout.judge_errors = judgement.errors
     rollout.judged_at = timezone.now()
-    rollout.save(update_fields=["verdicts", "reward", "passed", "judge_errors", "judged_at"])
+    rollout.save(update_fields=["trajectory_hash", "verdicts", "reward", "passed", "judge_errors", "judged_at"])
     return rollout

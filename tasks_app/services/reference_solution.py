@@ -9,6 +9,7 @@ from django.db import transaction
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticValidationError
 
+from rubrics_app.judgement import Judgement, Trajectory, rubric_of_version, trajectory_judge
 from tasks_app.models import ReferenceRun, TaskVersion
 from tasks_app.permissions import task_discuss_check
 
@@ -67,7 +68,6 @@ def reference_solution_run(*, version: TaskVersion, user) -> ReferenceRun:
 
     Not one transaction: the episode logs each call as it runs (its own transactions), as any rollout does.
     """
-    from rubrics_app.programmatic import criteria_evaluate, reward
     from world_app.episodes import episode_close, episode_create
     from world_app.tools.registry import call_tool
 
@@ -86,26 +86,30 @@ def reference_solution_run(*, version: TaskVersion, user) -> ReferenceRun:
             call_results.append(
                 {"tool": call.tool, "arguments": call.arguments, "is_error": is_error, "result": result}
             )
-        verdicts = criteria_evaluate(
-            criteria=version.criteria.order_by("position"), episode=episode, final_answer=solution.final_answer
+        trajectory = Trajectory.of(
+            instruction=version.instruction,
+            snapshot_version=version.snapshot.version,
+            tool_calls=call_results,
+            final_answer=solution.final_answer,
+            episode=episode,
         )
+        judgement = trajectory_judge(rubric=rubric_of_version(version), trajectory=trajectory)
     finally:
         episode_close(episode)
-    outcome = reward(verdicts)
     return _reference_run_store(
-        version=version, episode=episode, user=user, call_results=call_results, verdicts=verdicts, outcome=outcome
+        version=version, episode=episode, user=user, call_results=call_results, judgement=judgement
     )
 
 
 @transaction.atomic
-def _reference_run_store(*, version, episode, user, call_results, verdicts, outcome) -> ReferenceRun:
+def _reference_run_store(*, version, episode, user, call_results, judgement: Judgement) -> ReferenceRun:
     return ReferenceRun.objects.create(
         version=version,
         episode=episode,
         call_results=call_results,
-        verdicts=verdicts,
-        reward=outcome["reward"],
-        passed=outcome["passed"],
-        outcome=outcome,
+        verdicts=judgement.verdicts,
+        reward=judgement.final_reward,
+        passed=judgement.passed,
+        outcome={**judgement.outcome(), "trajectory_hash": judgement.trajectory_hash},
         created_by=user,
     )

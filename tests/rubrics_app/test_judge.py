@@ -12,11 +12,11 @@ from rubrics_app.judge import (
     judge_config_hash,
     judge_output_parse,
     majority,
-    rollout_judge,
     trajectory_render,
 )
 from rubrics_app.models import JudgeConfig, Verdict
 from tasks_app.models import ModelEndpoint, Rollout
+from tasks_app.rollouts.execute import rollout_judge as rollout_judgement
 from tests.factories import small_world
 from tests.tasks_app.factories import LLM_CRITERION, RESPONSE_CRITERION, task_make
 from world_app.episodes import episode_close, episode_create
@@ -26,6 +26,10 @@ from world_app.tools.registry import call_tool
 pytestmark = [pytest.mark.django_db(databases=["default", "episode"]), pytest.mark.usefixtures("fresh_episode_state")]
 
 ANSWER = "Sorry for the delay! Your order total was $549.98 including shipping."
+
+
+def rollout_judge(**kwargs) -> list[dict]:
+    return rollout_judgement(**kwargs).verdicts
 
 
 def verdict_json(met: bool, rationale: str = "it apologises", evidence: str = "Sorry for the delay") -> Reply:
@@ -231,25 +235,15 @@ def test_trajectory_render_clips_results_and_leaves_out_middle_calls():
     assert "ERROR" in trajectory_render([{"name": "t", "arguments": {}, "result": {"error": {}}, "is_error": True}])
 
 
-def test_programmatic_verdicts_made_with_the_rollout_are_reused_and_cached(rollout):
-    response = rollout.version.criteria.get(kind="response")
-    made = {
-        "key": str(response.key),
-        "kind": "response",
-        "content_hash": response.content_hash,
-        "status": "met",
-        "met": True,
-        "rationale": "decided when the episode closed",
-        "evidence": {"numbers": ["549.98"]},
-        "weight": response.weight,
-        "required": True,
-    }
-    Rollout.objects.filter(pk=rollout.pk).update(verdicts=[made], episode=None)
-    rollout.refresh_from_db()
-    verdicts = rollout_judge(rollout=rollout)
-    assert verdicts[1]["rationale"] == "decided when the episode closed" and verdicts[1]["verdict_id"]
+def test_programmatic_verdicts_are_served_from_the_cache_once_made(rollout):
+    first = rollout_judge(rollout=rollout)
     row = Verdict.objects.get(judge_config__isnull=True)
-    assert (row.status, row.rationale) == ("met", "decided when the episode closed")
+    assert first[1]["verdict_id"] == row.pk and first[1]["status"] == "met"
+    # Without its episode the rollout's trajectory is still known: the cached verdict decides it.
+    Rollout.objects.filter(pk=rollout.pk).update(episode=None)
+    rollout.refresh_from_db()
+    again = rollout_judge(rollout=rollout)
+    assert again == first and Verdict.objects.count() == 1
 
 
 def test_without_an_episode_or_verdicts_programmatic_criteria_are_errors(rollout):

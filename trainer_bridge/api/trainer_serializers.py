@@ -47,6 +47,12 @@ class EpisodeOpenOutputSerializer(serializers.Serializer):
     instruction = serializers.CharField()
     tools = serializers.ListField(child=serializers.DictField(), help_text="OpenAI tool schemas, as frozen.")
     max_turns = serializers.IntegerField(help_text="The turn budget the row suggests (a hint for the trainer).")
+    system_prompt = serializers.CharField(help_text="The agent contract's system prompt (policies included).")
+    messages = serializers.ListField(
+        child=serializers.DictField(), help_text="The conversation to start from: system prompt, then instruction."
+    )
+    limits = serializers.DictField(help_text="The contract's limits: max_turns, max_total_tokens, max_wall_s.")
+    contract_version = serializers.CharField(help_text="The agent contract's version (recorded on the release).")
 
 
 class ToolCallInputSerializer(serializers.Serializer):
@@ -78,6 +84,29 @@ class ToolCallOutputSerializer(serializers.Serializer):
     step = ToolCallStepSerializer()
 
 
+class RewardOptionsSerializer(serializers.Serializer):
+    class Meta:
+        ref_name = "TrainerRewardOptions"
+
+    rubric_dropout = serializers.FloatField(
+        min_value=0.0,
+        max_value=0.95,
+        required=False,
+        default=0.0,
+        help_text="Share of the row's optional criteria left out of this reward, drawn with `seed` (required ones "
+        "are always kept). 0 (the default) judges every criterion.",
+    )
+    seed = serializers.IntegerField(
+        min_value=0,
+        max_value=2**63 - 1,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="The dropout's seed; default: one drawn from the episode id. Give the whole GRPO group one "
+        "seed to judge it on the same subset.",
+    )
+
+
 class FinishInputSerializer(_StorableText, serializers.Serializer):
     class Meta:
         ref_name = "TrainerFinishInput"
@@ -91,6 +120,7 @@ class FinishInputSerializer(_StorableText, serializers.Serializer):
         max_length=MESSAGES_MAX,
         help_text="The trajectory in OpenAI chat format, for the LLM judge and the record (optional).",
     )
+    reward_options = RewardOptionsSerializer(required=False, help_text="Training-time reward options (off by default).")
 
 
 class VerdictSerializer(serializers.Serializer):
@@ -123,6 +153,8 @@ class RewardOutputSerializer(serializers.Serializer):
     pending = serializers.IntegerField()
     note = serializers.CharField(allow_blank=True, help_text="Why the reward is partial, when it is.")
     verdicts = VerdictSerializer(many=True)
+    trajectory_hash = serializers.CharField(allow_blank=True, help_text="The one trajectory hash of the judgement.")
+    reward_options = serializers.DictField(help_text="Reward options applied (rubric dropout: rate, seed, kept keys).")
 
 
 class BatchItemInputSerializer(_StorableText, serializers.Serializer):
@@ -132,6 +164,7 @@ class BatchItemInputSerializer(_StorableText, serializers.Serializer):
     episode_id = serializers.UUIDField()
     final_answer = serializers.CharField(allow_blank=True, trim_whitespace=False, max_length=FINAL_ANSWER_MAX)
     messages = serializers.ListField(child=serializers.DictField(), required=False, max_length=MESSAGES_MAX)
+    reward_options = RewardOptionsSerializer(required=False, help_text="Overrides the batch's reward options.")
 
 
 class BatchInputSerializer(serializers.Serializer):
@@ -144,6 +177,9 @@ class BatchInputSerializer(serializers.Serializer):
         max_length=BATCH_MAX_ITEMS,
         help_text="One entry per trajectory of the group: {episode_id, final_answer, messages?}. Each item is "
         "validated and scored on its own; a bad item gets an error in its result, the others are still scored.",
+    )
+    reward_options = RewardOptionsSerializer(
+        required=False, help_text="Reward options for every item (off by default)."
     )
 
 
@@ -173,6 +209,8 @@ class BatchResultSerializer(serializers.Serializer):
     final = serializers.BooleanField(allow_null=True)
     note = serializers.CharField(allow_blank=True)
     verdicts = VerdictSerializer(many=True)
+    trajectory_hash = serializers.CharField(allow_blank=True)
+    reward_options = serializers.DictField()
     error = ApiErrorBodySerializer(allow_null=True)
 
 

@@ -34,6 +34,8 @@ from trainer_bridge.trainer_models import TrainerEpisode
 from trainer_bridge.trainer_services import (
     TrainerEpisodeError,
     release_row_for_scopes,
+    reward_options_make,
+    row_contract,
     row_max_turns,
     row_tools,
     trainer_episode_finish,
@@ -131,6 +133,7 @@ class TrainerEpisodeOpenApi(TokenApiView):
             "instruction": row.content.get("instruction", ""),
             "tools": row_tools(row),
             "max_turns": row_max_turns(row),
+            **row_contract(row),
         }
         return Response(EpisodeOpenOutputSerializer(body).data, status=status.HTTP_201_CREATED)
 
@@ -221,6 +224,9 @@ class TrainerEpisodeFinishApi(TokenApiView):
                 trainer_episode=found,
                 final_answer=data.validated_data["final_answer"],
                 messages=data.validated_data.get("messages"),
+                options=reward_options_make(
+                    episode_id=found.episode_id, **(data.validated_data.get("reward_options") or {})
+                ),
             )
         except (TrainerEpisodeError, EpisodeError) as exc:
             raise _conflict(exc) from None
@@ -238,6 +244,8 @@ def _item_error(index: int, episode_id: Any, code: str, message: str, fields: di
         "final": None,
         "note": "",
         "verdicts": [],
+        "trajectory_hash": "",
+        "reward_options": {},
         "error": error_body(code, message, fields)["error"],
     }
 
@@ -259,12 +267,13 @@ class RewardBatchApi(TokenApiView):
     def post(self, request: Request) -> Response:
         data = BatchInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        results = [self._score(request, index, item) for index, item in enumerate(data.validated_data["items"])]
+        shared = data.validated_data.get("reward_options") or {}
+        results = [self._score(request, index, item, shared) for index, item in enumerate(data.validated_data["items"])]
         failed = sum(1 for r in results if not r["ok"])
         body = {"results": results, "scored": len(results) - failed, "failed": failed}
         return Response(BatchOutputSerializer(body).data)
 
-    def _score(self, request: Request, index: int, raw: Any) -> dict:
+    def _score(self, request: Request, index: int, raw: Any, shared_options: dict) -> dict:
         episode_id = raw.get("episode_id") if isinstance(raw, dict) else None
         item = BatchItemInputSerializer(data=raw)
         if not item.is_valid():
@@ -282,8 +291,12 @@ class RewardBatchApi(TokenApiView):
             return _item_error(index, valid["episode_id"], "episode_not_found", "no such episode for this token")
         try:
             # Its own transaction (inside the service): one item's failure never undoes another's reward.
+            options = valid.get("reward_options") or shared_options
             finished = trainer_episode_finish(
-                trainer_episode=found, final_answer=valid["final_answer"], messages=valid.get("messages")
+                trainer_episode=found,
+                final_answer=valid["final_answer"],
+                messages=valid.get("messages"),
+                options=reward_options_make(episode_id=found.episode_id, **options),
             )
         except (TrainerEpisodeError, EpisodeError) as exc:
             return _item_error(index, valid["episode_id"], _error_code(exc), str(exc) or "refused")
@@ -302,5 +315,7 @@ class RewardBatchApi(TokenApiView):
             "final": result["final"],
             "note": result["note"],
             "verdicts": result["verdicts"],
+            "trajectory_hash": result["trajectory_hash"],
+            "reward_options": result["reward_options"],
             "error": None,
         }

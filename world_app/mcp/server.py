@@ -23,8 +23,9 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
+from world_app.contract import agent_contract, mcp_instructions
 from world_app.episodes import EpisodeClosed, EpisodeNotFound
-from world_app.tools import all_tools, call_tool, tool_schemas
+from world_app.tools import all_tools, call_tool
 from world_app.tools.results import ErrorCode, error_result
 
 logger = logging.getLogger(__name__)
@@ -35,13 +36,6 @@ SERVER_VERSION = "1.0"
 EPISODE_STATE_KEY = "corecraft_episode_id"
 EPISODE_CLOSED_CODE = "episode_closed"
 
-INSTRUCTIONS = (
-    "You are a support agent of Corecraft Computers, a PC-parts retailer. The tools read and change the "
-    "company's systems (customers, orders, payments, shipments, tickets, products, builds, knowledge base). "
-    "Everything you change stays in this episode: your own copy of the world. Searches are paged: while a "
-    "result says has_more, call again with offset + limit. A result with an 'error' explains what to fix."
-)
-
 
 @cache
 def _mcp_tools() -> tuple[types.Tool, ...]:
@@ -51,7 +45,7 @@ def _mcp_tools() -> tuple[types.Tool, ...]:
         types.Tool.model_validate(
             {**entry, "annotations": {"readOnlyHint": groups[entry["name"]] != "write", "openWorldHint": False}}
         )
-        for entry in tool_schemas("mcp")
+        for entry in agent_contract().tool_list("mcp")
     )
 
 
@@ -124,7 +118,8 @@ def mcp_server_build(*, episode_id: uuid.UUID | None = None) -> Server:
         return tool_result(result)
 
     _mcp_tools()  # load the registry now, not in the event loop of the first request
-    instructions = INSTRUCTIONS if episode_id is None else f"{INSTRUCTIONS} Episode: {episode_id}."
+    # The agent contract's system prompt (world_app.contract): the words a rollout and a trainer's episode get.
+    instructions = mcp_instructions(episode_id)
     return Server(
         SERVER_NAME,
         version=SERVER_VERSION,
