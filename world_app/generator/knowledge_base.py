@@ -17,13 +17,17 @@ from world_app.policies import (
     ESCALATION_DESTINATIONS,
     FREE_GROUND_SHIPPING_OVER,
     LOYALTY_DISCOUNT_PCT,
+    LOYALTY_SPEND_MONTHS,
+    LOYALTY_TIER_SPEND,
     PRICE_MATCH_WINDOW_DAYS,
     REFUND_APPROVAL_LIMIT,
     RESTOCKING_FEE_EXEMPT_CATEGORIES,
     RESTOCKING_FEE_PCT,
+    RETURN_EXCEPTION_DAYS,
     RETURN_WINDOW_DAYS,
     SALES_TAX_PCT,
     SHIPPING_RATES,
+    WARRANTY_EXCEPTION_DAYS,
     WARRANTY_EXCLUSIONS,
 )
 
@@ -59,6 +63,7 @@ _RATES = SHIPPING_RATES
 _DESTINATIONS = {kind: dest.replace("_", " ") for kind, dest in ESCALATION_DESTINATIONS.items()}
 _EXCLUSIONS = ", ".join(e.replace("_", " ") for e in WARRANTY_EXCLUSIONS)
 _TIERS = ", ".join(f"{tier} {pct}%" for tier, pct in LOYALTY_DISCOUNT_PCT.items())
+_TIER_SPEND = ", ".join(f"{tier} from {_dollars(amount)}" for tier, amount in LOYALTY_TIER_SPEND.items())
 
 # (slug, title, tags, body). Every number is rendered from ``world_app.policies``, which the generator and
 # the agent tools apply too.
@@ -73,28 +78,36 @@ carrier's tracking for the order's shipment; an order that was never delivered i
 problems policy.
 
 An item can be returned if it is in its original condition: unopened, or opened but undamaged, with all \
-accessories and packaging. Items with physical or liquid damage are not accepted. After {RETURN_WINDOW_DAYS} \
-days a sale is final, except for warranty claims.
+accessories and packaging. Items damaged by the customer (physical or liquid damage) are not accepted; items \
+damaged in transit are handled under the delivery problems policy. After {RETURN_WINDOW_DAYS} days a sale is \
+final, except for warranty claims and an exception a team lead approves (up to {RETURN_EXCEPTION_DAYS} days \
+past the window, see the escalation rules). Checking the window is the agent's job: the order shows the \
+delivery date and the window's last day.
 
 The refund for a returned item is what was paid for it: its price less its share of the order's discounts \
 (loyalty and coupon discounts are shared out over the items by value), less any restocking fee. Shipping \
-charges are never refunded, not even when the whole order is returned. {_TAX}
+charges are not refunded once an order has shipped, not even when the whole order is returned; an order \
+that never shipped is refunded in full, shipping included (see cancelling an order), and a duplicate charge \
+is refunded in full (see payments). {_TAX}
 
 Refunds go back to the original payment method 5 to 10 business days after the returned item arrives and \
-passes inspection. A refund for a defective item is approved at once (up to {_dollars(REFUND_APPROVAL_LIMIT)}; \
-above that a team lead approves it). When an order's refunds cover every item it becomes "refunded" (the \
-payment too); otherwise "partially_refunded".""",
+passes inspection. A refund for a defective item, and a refund that returns nothing (a price match, a \
+goodwill amount), is approved at once. Refunds of one order on one day that add up to more than \
+{_dollars(REFUND_APPROVAL_LIMIT)}, in one refund or several, wait for a team lead's approval. When an order's \
+refunds cover every item it becomes "refunded" (the payment too), even when a restocking fee was withheld; \
+otherwise "partially_refunded".""",
     ),
     (
         "restocking-fees",
         "Restocking fees",
         ["returns", "restocking fee"],
         f"""\
-Opened items returned for any reason other than a defect carry a {RESTOCKING_FEE_PCT}% restocking fee: \
-{RESTOCKING_FEE_PCT}% of the price paid for the item after discounts, deducted from its refund. \
-{_FEE_EXEMPT.capitalize()} never carry the fee.
+Opened items returned because the customer changed their mind or because they turned out incompatible carry \
+a {RESTOCKING_FEE_PCT}% restocking fee: {RESTOCKING_FEE_PCT}% of the price paid for the item after discounts, \
+deducted from its refund. {_FEE_EXEMPT.capitalize()} never carry the fee.
 
-No fee applies to unopened items or to defective ones.""",
+No fee applies to unopened items, to defective ones, or to items damaged in transit, opened or not. A fee \
+once withheld is kept: it is not refunded later as goodwill.""",
     ),
     (
         "warranty-policy",
@@ -112,23 +125,26 @@ part is inspected before a decision.
 
 An approved claim is met with a replacement of the same product, shipped free. If the product is no longer \
 sold, the replacement is the closest current equivalent, or a refund of the price paid if the customer \
-prefers. Out of warranty, we cannot replace the item; we may point the customer to the manufacturer and \
-offer the customer's loyalty discount on a new one. Within {RETURN_WINDOW_DAYS} days of delivery a defective \
-item can instead be returned for a refund.""",
+prefers. We do not repair parts, and a product still on sale is replaced, not refunded. Out of warranty, we \
+cannot replace the item (a team lead may approve an exception up to {WARRANTY_EXCEPTION_DAYS} days past \
+expiry); we may point the customer to the manufacturer and offer the customer's loyalty discount on a new \
+one. Within {RETURN_WINDOW_DAYS} days of delivery a defective item can instead be returned for a refund.""",
     ),
     (
         "loyalty-program",
         "Loyalty program and tiers",
         ["loyalty", "discount", "tier"],
         f"""\
-Customers earn a tier from their spending over the last 12 months: silver from $500, gold from $1,500, \
-platinum from $4,000. Tiers are reviewed each quarter.
+Customers earn a tier from their spending over the last {LOYALTY_SPEND_MONTHS} months (order totals less \
+refunds): {_TIER_SPEND}. A tier the spending does not explain is kept only with an exception recorded on the \
+account (a promotion, or a team lead's decision), and the note says why.
 
 Discounts: {_TIERS}, taken off the merchandise subtotal at checkout. The discount never applies to shipping, \
 and it is never applied to past orders.
 
-The tier on the customer's account is the only source of truth. A claim in a conversation or a note on the \
-account is not proof: if a customer says their tier is wrong, check the account record and escalate to a \
+The tier on the customer's account is the only source of truth. A claim in a conversation, or a note that \
+claims another tier, is not proof (a "Loyalty exception:" note explains the tier on record, it never grants \
+another one): if a customer says their tier is wrong, check the account record and escalate to a \
 team lead with the evidence; do not apply a different tier's discount yourself.""",
     ),
     (
@@ -138,8 +154,9 @@ team lead with the evidence; do not apply a different tier's discount yourself."
         f"""\
 Within {PRICE_MATCH_WINDOW_DAYS} days of purchase we match a lower advertised price for the identical model, in \
 stock, at an authorized US retailer. We refund the difference in item price per unit purchased, to the \
-original payment method. Marketplaces, clearance, open-box, bundle and coupon prices are excluded. One claim \
-per item.""",
+original payment method; nothing is returned, so the refund is approved at once. Marketplaces, clearance, \
+open-box, bundle and coupon prices are excluded. One claim per item, and the difference is always less than \
+what was paid for it.""",
     ),
     (
         "shipping-policy",
@@ -161,7 +178,8 @@ label is created.""",
         ["shipping", "lost", "damaged", "delivered not received"],
         """\
 Damaged in transit: if the carrier reports an exception or the parcel arrives damaged (photos within 7 days \
-of delivery), we refund the merchandise (not the shipping) or send a replacement.
+of delivery), we refund the merchandise (not the shipping) or send a replacement. No restocking fee applies, \
+even when the customer opened the box.
 
 Tracking shows delivered but the customer has not received it: first confirm the delivery scan, date and \
 place in the shipment's events. Ask the customer to check with neighbours, the mailroom or reception and to \
@@ -220,25 +238,29 @@ any discount (see the returns policy).
         "When and where to escalate",
         ["escalation", "approval", "refund limit"],
         f"""\
-Agents may issue refunds up to {_dollars(REFUND_APPROVAL_LIMIT)} each; larger refunds need an employee with the \
-approve_refunds_over_limit permission (team leads, the Head of Customer Support, the Finance Controller).
+Agents may refund up to {_dollars(REFUND_APPROVAL_LIMIT)} of one order on one day, in one refund or several; \
+beyond that the refunds need an employee with the approve_refunds_over_limit permission (team leads, the Head \
+of Customer Support, the Finance Controller).
 
 Escalation types and where they go: technical to {_DESTINATIONS["technical"]} (the troubleshooting guide is \
 exhausted or a part needs bench testing); product_specialist to {_DESTINATIONS["product_specialist"]} (build \
 advice on systems over $2,000, workstation configurations); policy_exception to {_DESTINATIONS["policy_exception"]}, \
-where a team lead decides (refunds over the limit, returns up to 15 days past the window, warranty claims up \
-to 30 days past expiry, tier disputes, duplicate charges, missing-parcel exceptions). Note in the escalation \
-what was checked and what is asked.""",
+where a team lead or manager decides and only they are assigned (refunds over the limit, returns up to \
+{RETURN_EXCEPTION_DAYS} days past the window, warranty claims up to {WARRANTY_EXCEPTION_DAYS} days past expiry, \
+tier disputes, duplicate charges, missing-parcel exceptions). Note in the escalation what was checked and \
+what is asked.""",
     ),
     (
         "account-verification",
         "Account verification and duplicate accounts",
         ["account", "privacy", "duplicate account"],
         """\
-Before discussing or changing an order, verify the customer: the email on the account plus the order \
-number, or the last four digits of the payment card. Some customers have two accounts (a nickname, a second \
-email). Treat them as separate until the customer confirms both; orders, tiers and notes do not move \
-between accounts without a team lead's approval.""",
+A ticket comes from the customer's signed-in account, so the ticket's customer is verified. Before \
+discussing or changing an order, check that it belongs to the ticket's customer; an order of another account \
+is not discussed on the ticket, and a refund or warranty claim is recorded only against the buyer's own \
+ticket. Some customers have two accounts (a nickname, a second email). Treat them as separate until the \
+customer confirms both from each account; orders, tiers and notes do not move between accounts without a \
+team lead's approval.""",
     ),
     (
         "support-standards",
@@ -430,7 +452,8 @@ Ground orders arrive in 2 to 5 business days after shipping.""",
         ["refunds"],
         """\
 5 to 10 business days after your returned item arrives and is inspected, to your original payment method. \
-Refunds for defective items are approved without waiting for the item. Shipping charges are not refunded.""",
+Refunds for defective items are approved without waiting for the item. Shipping charges are not refunded \
+once the order has shipped.""",
     ),
     (
         "faq-warranty-length",
@@ -459,8 +482,10 @@ Not yet: we ship to US addresses only, including Alaska and Hawaii.""",
         "How do loyalty tiers work?",
         ["loyalty"],
         f"""\
-Spend $500, $1,500 or $4,000 in 12 months for silver, gold or platinum: {LOYALTY_DISCOUNT_PCT["silver"]}%, \
-{LOYALTY_DISCOUNT_PCT["gold"]}% or {LOYALTY_DISCOUNT_PCT["platinum"]}% off merchandise on every order.""",
+Spend {_dollars(LOYALTY_TIER_SPEND["silver"])}, {_dollars(LOYALTY_TIER_SPEND["gold"])} or \
+{_dollars(LOYALTY_TIER_SPEND["platinum"])} in {LOYALTY_SPEND_MONTHS} months for silver, gold or platinum: \
+{LOYALTY_DISCOUNT_PCT["silver"]}%, {LOYALTY_DISCOUNT_PCT["gold"]}% or {LOYALTY_DISCOUNT_PCT["platinum"]}% off \
+merchandise on every order.""",
     ),
     (
         "faq-change-address",

@@ -1124,6 +1124,9 @@ def _write(tickets: list[TicketDraft], *, sink: RowSink) -> None:
             claim_number += 1
             claim = ticket.claim
             filed = next((m.sent_at for m in ticket.messages if m.author == "employee"), ticket.created_at)
+            if claim.status != "denied" and filed.astimezone(ticket.created_at.tzinfo).date() > claim.expires_on:
+                # Coverage was judged on the day the customer asked: the claim is on record from that moment.
+                filed = ticket.created_at
             sink.add(
                 WarrantyClaim(
                     id=f"wcl-{claim_number:05d}",

@@ -26,7 +26,7 @@ from world_app.tools.coverage import delivered_at, return_window
 from world_app.tools.ledger import order_ledger
 from world_app.tools.lookups import fetch
 from world_app.tools.params import EntityId, LineQuantity, ProductQuantity, ToolParams
-from world_app.tools.pricing import lines_to_refund, price_quote, refund_breakdown, refund_lines
+from world_app.tools.pricing import lines_to_refund, price_quote, refund_breakdown, refund_lines, shipping_refund_due
 from world_app.tools.records import product_brief
 from world_app.tools.registry import tool
 from world_app.tools.results import money, not_found, world_today
@@ -159,17 +159,19 @@ def calculate_price(p: CalculatePriceParams) -> dict:
 def _refund_quote(p: CalculatePriceParams) -> dict:
     order = fetch(Order, p.order_id, field="order_id")
     ledger = order_ledger(order)
-    chosen = lines_to_refund(order, p.lines, ledger.refunded_quantities())
+    refunded_units = ledger.refunded_quantities()
+    chosen = lines_to_refund(order, p.lines, refunded_units)
     priced = refund_lines(order, chosen, opened=p.opened, reason=p.reason)
-    breakdown = refund_breakdown(priced, opened=p.opened, reason=p.reason)
-    window = return_window(delivered_at(order.shipments.all()))
+    shipping = shipping_refund_due(order, chosen, refunded_units=refunded_units, has_shipped=ledger.has_shipped)
+    breakdown = refund_breakdown(
+        priced, opened=p.opened, reason=p.reason, shipping=shipping, has_shipped=ledger.has_shipped
+    )
+    window = return_window(delivered_at(ledger.shipments))
     notes = list(breakdown.pop("notes"))
     if window.delivered_on and not window.is_open:
-        notes.append(f"{window.explain()}: a return is accepted only for defective items still under warranty")
+        notes.append(f"{window.explain()}: after the window only defective items under warranty are refunded")
     if Decimal(breakdown["refund_total"]) > ledger.refundable_remaining:
-        notes.append(
-            f"this is more than the ${money(ledger.refundable_remaining)} that can still be refunded on the order"
-        )
+        notes.append(f"this is more than can still be refunded on the order: {ledger.ceiling_explained()}")
     return {
         "mode": "refund",
         "order_id": order.id,

@@ -2,7 +2,8 @@
 
 Quote: merchandise (products and bundles) - loyalty discount - one coupon (applied after loyalty) + shipping
 (ground is free over the threshold, after discounts) + tax. Refund: what was paid for the returned units (the
-order's discount shared by value), less the restocking fee on opened, non-defective items; never shipping.
+order's discount shared by value), less the restocking fee on opened items returned for a fee reason; shipping
+only when the order never shipped and these are its last units.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from world_app.policies import (
     REFUND_DISCOUNT_PRORATED,
     RESTOCKING_FEE_EXEMPT_CATEGORIES,
     RESTOCKING_FEE_PCT,
+    RESTOCKING_FEE_REASONS,
     SALES_TAX_PCT,
     SHIPPING_RATES,
     Coupon,
@@ -247,7 +249,22 @@ class RefundLine:
 
 
 def restocking_fee_applies(product: Product, *, opened: bool, reason: str) -> bool:
-    return opened and reason != "defective" and product.category not in RESTOCKING_FEE_EXEMPT_CATEGORIES
+    return opened and reason in RESTOCKING_FEE_REASONS and product.category not in RESTOCKING_FEE_EXEMPT_CATEGORIES
+
+
+def shipping_refund_due(
+    order: Order, chosen: list[tuple[OrderLineItem, int]], *, refunded_units: dict[str, int], has_shipped: bool
+) -> Decimal:
+    """The order's shipping, when it never shipped and ``chosen`` are all of its units still unrefunded."""
+    if has_shipped or order.shipping_cost <= 0:
+        return ZERO
+    asked: dict[str, int] = {}
+    for line, quantity in chosen:
+        asked[line.id] = asked.get(line.id, 0) + quantity
+    every_unit = OrderLineItem.objects.filter(order=order).values_list("id", "quantity")
+    if all(refunded_units.get(line_id, 0) + asked.get(line_id, 0) >= quantity for line_id, quantity in every_unit):
+        return order.shipping_cost
+    return ZERO
 
 
 def refund_lines(
@@ -266,17 +283,24 @@ def refund_lines(
     return result
 
 
-def refund_breakdown(lines: list[RefundLine], *, opened: bool, reason: str) -> dict:
-    total = sum((r.refund for r in lines), ZERO)
+def refund_breakdown(
+    lines: list[RefundLine], *, opened: bool, reason: str, shipping: Decimal = ZERO, has_shipped: bool = True
+) -> dict:
+    total = sum((r.refund for r in lines), ZERO) + shipping
     fees = sum((r.restocking_fee for r in lines), ZERO)
-    notes = ["refunds exclude shipping: the original shipping cost is never refunded"]
+    if shipping:
+        notes = ["the order never shipped and these are its last units: its shipping is refunded too"]
+    elif has_shipped:
+        notes = ["refunds exclude shipping: the order has shipped, so its shipping cost is not refunded"]
+    else:
+        notes = ["the order never shipped: its shipping is refunded with its last units"]
     if fees:
         notes.append(
-            f"opened, non-defective items pay a {RESTOCKING_FEE_PCT}% restocking fee "
-            f"(not {', '.join(sorted(RESTOCKING_FEE_EXEMPT_CATEGORIES))})"
+            f"opened items returned as {' or '.join(sorted(RESTOCKING_FEE_REASONS))} pay a {RESTOCKING_FEE_PCT}% "
+            f"restocking fee (not {', '.join(sorted(RESTOCKING_FEE_EXEMPT_CATEGORIES))})"
         )
-    elif opened and reason == "defective":
-        notes.append("no restocking fee: the items are defective")
+    elif opened and reason not in RESTOCKING_FEE_REASONS:
+        notes.append(f"no restocking fee: the items are returned as {reason}")
     if any(r.discount_share for r in lines):
         notes.append("the order's discount is shared across its lines by value: the refund is what was paid")
     return {
@@ -284,7 +308,7 @@ def refund_breakdown(lines: list[RefundLine], *, opened: bool, reason: str) -> d
         "merchandise": money(sum((r.merchandise for r in lines), ZERO)),
         "discount_share": money(sum((r.discount_share for r in lines), ZERO)),
         "restocking_fee": money(fees),
-        "shipping_refunded": money(ZERO),
+        "shipping_refunded": money(shipping),
         "refund_total": money(total),
         "notes": notes,
     }

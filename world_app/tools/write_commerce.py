@@ -14,6 +14,7 @@ from pydantic import Field, model_validator
 from world_app import clock
 from world_app.models import (
     Order,
+    OrderLineItem,
     OrderStatus,
     Payment,
     PaymentStatus,
@@ -25,27 +26,31 @@ from world_app.models import (
 from world_app.policies import (
     CANCELLABLE_ORDER_STATUSES,
     ORDER_TRANSITIONS,
+    PRICE_MATCH_CLAIMS_PER_LINE,
     PRICE_MATCH_WINDOW_DAYS,
     REFUND_APPROVAL_LIMIT,
     REFUND_APPROVED_AT_ONCE_REASONS,
     REFUNDABLE_PAYMENT_STATUSES,
     SHIPPED_SHIPMENT_STATUSES,
 )
-from world_app.tools.baked import BakedQuery
-from world_app.tools.coverage import delivered_at, return_window, warranty_coverage
+from world_app.tools.coverage import delivered_at, return_window
 from world_app.tools.ids import new_id
-from world_app.tools.ledger import ORDER_PAYMENTS, ZERO, OrderLedger, order_ledger
+from world_app.tools.ledger import ORDER_PAYMENTS, ORDER_SHIPMENTS, ZERO, OrderLedger, order_ledger
 from world_app.tools.lookups import fetch
 from world_app.tools.params import EntityId, LineQuantity, Money, ToolParams
-from world_app.tools.pricing import RefundLine, lines_to_refund, refund_breakdown, refund_lines
+from world_app.tools.pricing import (
+    RefundLine,
+    lines_to_refund,
+    refund_breakdown,
+    refund_lines,
+    shipping_refund_due,
+)
 from world_app.tools.records import order_summary, payment_record, refund_record
 from world_app.tools.registry import tool
 from world_app.tools.results import ErrorCode, ToolError, local_date, money, world_today
 
 # Reasons that send goods back: they refund specific units (lines), never a free amount.
 RETURN_REASONS = frozenset({RefundReason.CUSTOMER_REMORSE, RefundReason.DEFECTIVE, RefundReason.INCOMPATIBLE})
-# Baked (see baked.py): every order write reads the order's shipments, and compiling that cost more than running it.
-ORDER_SHIPMENTS = BakedQuery(Shipment, lambda order_id: Shipment.objects.filter(order_id=order_id).order_by("id"))
 
 
 class CreateRefundParams(ToolParams):
@@ -54,14 +59,16 @@ class CreateRefundParams(ToolParams):
         None, description="The payment to refund; by default the order's first captured payment with enough left."
     )
     reason: Literal[tuple(RefundReason.values)] = Field(
-        description="customer_remorse, defective, incompatible (returns: give lines); price_match (give amount); "
-        "shipping_issue or other (lines or amount)."
+        description="customer_remorse, defective, incompatible (returns: give lines); price_match (give the "
+        "matched units as lines and the difference as amount); shipping_issue or other (lines or amount)."
     )
     lines: list[LineQuantity] = Field(
-        default_factory=list, max_length=50, description="Returned units per order line; the refund is computed."
+        default_factory=list,
+        max_length=50,
+        description="Returned units per order line; the refund is computed. For price_match: the matched units.",
     )
     opened: bool | None = Field(
-        None, description="With lines: whether the items were opened (opened, non-defective items pay a fee)."
+        None, description="With returned lines: whether the items were opened (opened items may pay a fee)."
     )
     amount: Money | None = Field(
         None, description="A refund not tied to returned units: a price-match difference or a goodwill amount."
@@ -72,15 +79,16 @@ class CreateRefundParams(ToolParams):
     def _lines_or_amount(self) -> CreateRefundParams:
         if not self.order_id and not self.payment_id:
             raise ValueError("give order_id or payment_id")
-        if self.lines and self.amount is not None:
+        if self.reason == RefundReason.PRICE_MATCH:
+            if self.amount is None or not self.lines:
+                raise ValueError("a price_match refund is the price difference for named units: give lines and amount")
+        elif self.lines and self.amount is not None:
             raise ValueError("give lines (returned units) or amount, not both")
         if self.reason in RETURN_REASONS and not self.lines:
             raise ValueError(f"a {self.reason} refund returns goods: list the returned units in lines")
-        if self.reason == RefundReason.PRICE_MATCH and self.amount is None:
-            raise ValueError("a price_match refund is the price difference: give amount")
         if not self.lines and self.amount is None:
             raise ValueError("give lines (returned units) or amount")
-        if self.lines and self.opened is None:
+        if self.lines and self.opened is None and self.reason != RefundReason.PRICE_MATCH:
             raise ValueError("with lines, say whether the items were opened (opened: true or false)")
         if self.amount is not None and self.amount <= 0:
             raise ValueError("amount must be more than 0")
@@ -89,39 +97,60 @@ class CreateRefundParams(ToolParams):
 
 @tool(group="write", params=CreateRefundParams)
 def create_refund(p: CreateRefundParams) -> dict:
-    """Refund a customer, enforcing the refund policy; the order and payment statuses follow.
+    """Refund a customer, keeping the books; the order and payment statuses follow.
+
+    Whether a refund is due (inside the return or price-match window, defective, an exception) is yours to
+    judge: the result shows the return window (and the price-match window) so you can check.
 
     Returns (lines + opened): refunds what was paid for the units, less a {RESTOCKING_FEE_PCT}% restocking fee
-    on opened, non-defective items (cables and accessories exempt); never shipping. Allowed within
-    {RETURN_WINDOW_DAYS} days of delivery; after that only defective items still under warranty. Price match: the
-    difference (amount), within {PRICE_MATCH_WINDOW_DAYS} days of the sale. A refund can never exceed what was
-    captured minus earlier refunds and shipping.
-    Defective refunds are approved at once; others stay pending until the goods are inspected; any refund over
-    ${REFUND_APPROVAL_LIMIT} stays pending until a team lead approves it (open a policy_exception escalation).
+    on opened items returned as customer_remorse or incompatible (cables and accessories exempt). Shipping is
+    kept once the order has shipped; an order that never shipped gets it back with its last units. Price match
+    (lines + amount): one claim per line, for less than was paid for its units. A refund can never exceed what was
+    taken, less the shipping kept, the restocking fees withheld and earlier refunds; money taken twice (a
+    duplicate charge) comes back in full. Every unit refunded: the order and payment become refunded.
+    Defective returns and refunds of an amount are approved at once; other returns stay pending until the goods
+    are inspected. Refunds of one order on one day that add up to more than ${REFUND_APPROVAL_LIMIT} stay pending
+    until a team lead approves them (open a policy_exception escalation).
     """
     order, payment_given = _order_and_payment(p)
-    ledger = order_ledger(order)
-    _check_money_was_taken(ledger, payment_given)
     shipments = ORDER_SHIPMENTS(order.id)
+    ledger = order_ledger(order, shipments=shipments)
+    _check_money_was_taken(ledger, payment_given)
     priced: list[RefundLine] = []
-    if p.lines:
-        chosen = lines_to_refund(order, p.lines, ledger.refunded_quantities())
-        _check_return_allowed(order, shipments, chosen, reason=p.reason)
+    refunded_units = ledger.refunded_quantities()
+    every_unit = False
+    shipping = ZERO
+    window = return_window(delivered_at(shipments))
+    price_match_window = None
+    if p.reason == RefundReason.PRICE_MATCH:
+        chosen = lines_to_refund(order, p.lines, refunded_units)
+        _check_price_match(order, ledger, chosen, p.amount)
+        amount = p.amount
+        stored_lines = [{"line_item_id": line.id, "quantity": qty} for line, qty in chosen]
+        price_match_window = _price_match_window(order)
+    elif p.lines:
+        chosen = lines_to_refund(order, p.lines, refunded_units)
+        _check_goods_can_come_back(order, shipments, reason=p.reason)
         priced = refund_lines(order, chosen, opened=bool(p.opened), reason=p.reason)
-        amount = sum((r.refund for r in priced), ZERO)
+        shipping = shipping_refund_due(order, chosen, refunded_units=refunded_units, has_shipped=ledger.has_shipped)
+        amount = sum((r.refund for r in priced), ZERO) + shipping
         if amount <= 0:
             raise ToolError(ErrorCode.POLICY_VIOLATION, "these units refund $0.00: nothing to refund", field="lines")
+        stored_lines = [{"line_item_id": r.line.id, "quantity": r.quantity} for r in priced]
+        every_unit = _every_unit_refunded(order, refunded_units, chosen)
     else:
         amount = p.amount
-        if p.reason == RefundReason.PRICE_MATCH:
-            _check_price_match_window(order)
+        stored_lines = []
     _check_order_ceiling(ledger, amount)
     payment = _payment_for(ledger, payment_given, amount)
 
     now = clock.world_now()
-    needs_approval = amount > REFUND_APPROVAL_LIMIT
-    approved = p.reason in REFUND_APPROVED_AT_ONCE_REASONS and not needs_approval
+    today_total = _refunded_today(ledger) + amount
+    needs_approval = today_total > REFUND_APPROVAL_LIMIT
+    returns_goods = bool(priced)
+    approved = not needs_approval and (p.reason in REFUND_APPROVED_AT_ONCE_REASONS or not returns_goods)
     fee = sum((r.restocking_fee for r in priced), ZERO)
+    overpaid_before = ledger.overpaid
     refund = Refund.objects.create(
         id=new_id(Refund),
         payment=payment,
@@ -129,13 +158,14 @@ def create_refund(p: CreateRefundParams) -> dict:
         reason=p.reason,
         status=RefundStatus.APPROVED if approved else RefundStatus.PENDING,
         restocking_fee=fee,
-        line_items=[{"line_item_id": r.line.id, "quantity": r.quantity} for r in priced],
+        line_items=stored_lines,
         notes=p.notes,
         created_at=now,
         updated_at=now,
     )
+    ledger.refunds.append(refund)
     ledger.refunded_per_payment[payment.id] = ledger.refunded_per_payment.get(payment.id, ZERO) + amount
-    fully_refunded = ledger.refundable_remaining <= 0
+    fully_refunded = every_unit or ledger.refundable_remaining <= 0
     payment.status = (
         PaymentStatus.REFUNDED
         if fully_refunded or ledger.payment_remaining(payment) <= 0
@@ -144,20 +174,28 @@ def create_refund(p: CreateRefundParams) -> dict:
     payment.updated_at = now
     payment.save(update_fields=["status", "updated_at"])
     previous_status = order.status
-    target = OrderStatus.REFUNDED if fully_refunded else OrderStatus.PARTIALLY_REFUNDED
-    next_steps = []
-    if target in ORDER_TRANSITIONS.get(order.status, frozenset()):
-        order.status = target
-        order.updated_at = now
-        order.save(update_fields=["status", "updated_at"])
-    elif order.status != target:
+    next_steps: list[str] = []
+    if amount <= overpaid_before and not priced:
+        # Money taken twice goes back; the order itself stays paid in full.
         next_steps.append(
-            f"order {order.id} stays {order.status}: the order status machine has no {order.status} -> {target}"
+            f"${money(amount)} was taken beyond order {order.id}'s ${money(order.total)} total: refunded in full, "
+            f"the order stays {order.status}"
         )
+    else:
+        target = OrderStatus.REFUNDED if fully_refunded else OrderStatus.PARTIALLY_REFUNDED
+        if target in ORDER_TRANSITIONS.get(order.status, frozenset()):
+            order.status = target
+            order.updated_at = now
+            order.save(update_fields=["status", "updated_at"])
+        elif order.status != target:
+            next_steps.append(
+                f"order {order.id} stays {order.status}: the order status machine has no {order.status} -> {target}"
+            )
     if needs_approval:
         next_steps.append(
-            f"${money(amount)} is over the ${REFUND_APPROVAL_LIMIT} refund approval limit: the refund stays pending "
-            "until a team lead approves it; open an escalation of type policy_exception on the customer's ticket"
+            f"order {order.id}'s refunds today come to ${money(today_total)}, over the ${REFUND_APPROVAL_LIMIT} "
+            "approval limit: the refund stays pending until a team lead approves it; open an escalation of type "
+            "policy_exception on the customer's ticket"
         )
     elif not approved:
         next_steps.append(f"{p.reason} refunds stay pending until the returned items are received and inspected")
@@ -169,12 +207,34 @@ def create_refund(p: CreateRefundParams) -> dict:
         "payment": payment_record(payment, ledger.refunded_per_payment[payment.id]),
         "requires_approval": needs_approval,
         "refundable_remaining": money(ledger.refundable_remaining),
+        "return_window": window.as_dict(),
         "next_steps": next_steps,
     }
+    if price_match_window is not None:
+        result["price_match_window"] = price_match_window
     if priced:
-        breakdown = refund_breakdown(priced, opened=bool(p.opened), reason=p.reason)
-        result["breakdown"] = breakdown
+        result["breakdown"] = refund_breakdown(
+            priced, opened=bool(p.opened), reason=p.reason, shipping=shipping, has_shipped=ledger.has_shipped
+        )
     return result
+
+
+def _every_unit_refunded(order: Order, refunded_units: dict[str, int], chosen: list) -> bool:
+    asked: dict[str, int] = {}
+    for line, quantity in chosen:
+        asked[line.id] = asked.get(line.id, 0) + quantity
+    return all(
+        refunded_units.get(line_id, 0) + asked.get(line_id, 0) >= quantity
+        for line_id, quantity in OrderLineItem.objects.filter(order=order).values_list("id", "quantity")
+    )
+
+
+def _refunded_today(ledger: OrderLedger) -> Decimal:
+    today = world_today()
+    return sum(
+        (r.amount for r in ledger.refunds if r.status != RefundStatus.REJECTED and local_date(r.created_at) == today),
+        ZERO,
+    )
 
 
 def _order_and_payment(p: CreateRefundParams) -> tuple[Order, Payment | None]:
@@ -190,60 +250,65 @@ def _order_and_payment(p: CreateRefundParams) -> tuple[Order, Payment | None]:
     return fetch(Order, p.order_id, field="order_id"), None
 
 
-def _check_return_allowed(order: Order, shipments: list[Shipment], chosen: list, *, reason: str) -> None:
-    delivered = delivered_at(shipments)
-    if delivered is None:
-        moving = [s for s in shipments if s.status in SHIPPED_SHIPMENT_STATUSES]
-        if moving and reason != RefundReason.SHIPPING_ISSUE:
-            shipment = moving[0]
-            raise ToolError(
-                ErrorCode.POLICY_VIOLATION,
-                f"order {order.id} has shipped (shipment {shipment.id} is {shipment.status}) but is not delivered: "
-                "a return starts after delivery; a lost or damaged shipment is a shipping_issue",
-                field="reason",
-            )
-        return  # never shipped: nothing to send back, the units are simply not sent
-    window = return_window(delivered)
-    if window.is_open:
+def _check_goods_can_come_back(order: Order, shipments: list[Shipment], *, reason: str) -> None:
+    """Goods on their way cannot be returned yet; a lost or damaged parcel is a shipping_issue."""
+    if delivered_at(shipments) is not None or reason == RefundReason.SHIPPING_ISSUE:
         return
-    if reason != RefundReason.DEFECTIVE:
+    moving = [s for s in shipments if s.status in SHIPPED_SHIPMENT_STATUSES]
+    if moving:
+        shipment = moving[0]
         raise ToolError(
             ErrorCode.POLICY_VIOLATION,
-            f"{window.explain()}; after that the sale is final (only defective items under warranty are refunded)",
+            f"order {order.id} has shipped (shipment {shipment.id} is {shipment.status}) but is not delivered: "
+            "a return starts after delivery; a lost or damaged shipment is a shipping_issue",
             field="reason",
         )
+
+
+def _check_price_match(order: Order, ledger: OrderLedger, chosen: list, amount: Decimal) -> None:
+    claimed = {
+        entry.get("line_item_id")
+        for r in ledger.refunds
+        if r.reason == RefundReason.PRICE_MATCH and r.status != RefundStatus.REJECTED
+        for entry in (r.line_items or [])
+        if isinstance(entry, dict)
+    }
     for line, _ in chosen:
-        coverage = warranty_coverage(delivered, line.product.warranty_months)
-        if not coverage.is_active:
+        if len([c for c in claimed if c == line.id]) >= PRICE_MATCH_CLAIMS_PER_LINE:
             raise ToolError(
                 ErrorCode.POLICY_VIOLATION,
-                f"{window.explain()}, and {line.product.name} ({line.id}) is out of warranty: {coverage.explain()}",
+                f"line {line.id} ({line.product.name}) already has a price-match refund: one claim per item",
                 field="lines",
             )
-
-
-def _check_price_match_window(order: Order) -> None:
-    sold_on = local_date(order.created_at)
-    days = (world_today() - sold_on).days
-    if days > PRICE_MATCH_WINDOW_DAYS:
-        last_day = sold_on + timedelta(days=PRICE_MATCH_WINDOW_DAYS)
+    paid = sum((r.merchandise - r.discount_share for r in refund_lines(order, chosen, opened=False, reason="")), ZERO)
+    if amount >= paid:
         raise ToolError(
             ErrorCode.POLICY_VIOLATION,
-            f"order {order.id} was placed {sold_on.isoformat()}, {days} days ago; price match is within "
-            f"{PRICE_MATCH_WINDOW_DAYS} days of the sale (last day {last_day.isoformat()})",
-            field="reason",
+            f"a price match refunds the difference: ${money(amount)} is not less than the ${money(paid)} paid for "
+            "these units",
+            field="amount",
         )
+
+
+def _price_match_window(order: Order) -> dict:
+    sold_on = local_date(order.created_at)
+    days = (world_today() - sold_on).days
+    return {
+        "sold_on": sold_on.isoformat(),
+        "days_since_sale": days,
+        "window_days": PRICE_MATCH_WINDOW_DAYS,
+        "last_day": (sold_on + timedelta(days=PRICE_MATCH_WINDOW_DAYS)).isoformat(),
+        "is_open": days <= PRICE_MATCH_WINDOW_DAYS,
+    }
 
 
 def _check_order_ceiling(ledger: OrderLedger, amount: Decimal) -> None:
     if amount <= ledger.refundable_remaining:
         return
-    order = ledger.order
     raise ToolError(
         ErrorCode.POLICY_VIOLATION,
-        f"a ${money(amount)} refund is more than order {order.id} allows: ${money(ledger.taken_total)} was paid, "
-        f"${money(order.shipping_cost)} of shipping is never refunded, ${money(ledger.refunded_total)} was "
-        f"refunded already, so at most ${money(ledger.refundable_remaining)} can still be refunded",
+        f"a ${money(amount)} refund is more than order {ledger.order.id} allows: {ledger.ceiling_explained()} that "
+        "can still be refunded",
         field="amount",
     )
 

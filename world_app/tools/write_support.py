@@ -23,14 +23,18 @@ from world_app.models import (
 )
 from world_app.policies import (
     ESCALATION_DESTINATIONS,
+    POLICY_EXCEPTION_PERMISSION,
+    POLICY_EXCEPTION_ROLES,
     TICKET_TRANSITIONS,
     WARRANTY_EXCLUSIONS,
     WARRANTY_INSPECTION_CATEGORIES,
+    WARRANTY_REFUND_LIFECYCLES,
+    WARRANTY_REMEDIES,
 )
 from world_app.tools.baked import BakedQuery
 from world_app.tools.coverage import delivered_at, warranty_coverage
 from world_app.tools.ids import new_id
-from world_app.tools.ledger import refunded_quantities
+from world_app.tools.ledger import ORDER_SHIPMENTS, refunded_quantities
 from world_app.tools.lookups import fetch, resolve_line
 from world_app.tools.params import EntityId, LineRefParams, ToolParams
 from world_app.tools.records import (
@@ -41,7 +45,6 @@ from world_app.tools.records import (
 )
 from world_app.tools.registry import tool
 from world_app.tools.results import ErrorCode, ToolError, error_result
-from world_app.tools.write_commerce import ORDER_SHIPMENTS
 
 FINAL_TICKET_STATUSES = frozenset({TicketStatus.RESOLVED, TicketStatus.CLOSED})
 
@@ -75,6 +78,12 @@ def _active_employee(employee_id: str, *, field: str) -> Employee:
             field=field,
         )
     return employee
+
+
+def can_decide_exceptions(employee: Employee) -> bool:
+    return employee.support_role in POLICY_EXCEPTION_ROLES or POLICY_EXCEPTION_PERMISSION in (
+        employee.permissions or []
+    )
 
 
 # --- resolutions ---------------------------------------------------------------------------------------------
@@ -161,7 +170,9 @@ class CreateEscalationParams(ToolParams):
     )
     created_by: EntityId | None = Field(None, description="Employee id of who escalates.")
     assigned_to: EntityId | None = Field(
-        None, description="Employee id to hand it to; must work in the destination department."
+        None,
+        description="Employee id to hand it to; must work in the destination department (a policy_exception: a "
+        "team lead or manager).",
     )
 
 
@@ -204,6 +215,13 @@ def create_escalation(p: CreateEscalationParams) -> dict:
                 f"in {assignee.department}",
                 field="assigned_to",
             )
+        if p.escalation_type == EscalationType.POLICY_EXCEPTION and not can_decide_exceptions(assignee):
+            raise ToolError(
+                ErrorCode.POLICY_VIOLATION,
+                f"a policy_exception is decided by a team lead or manager; {assignee.id} ({assignee.full_name}) is "
+                f"{assignee.title} ({assignee.support_role or 'no support role'})",
+                field="assigned_to",
+            )
     now = clock.world_now()
     escalation = Escalation.objects.create(
         id=new_id(Escalation),
@@ -238,7 +256,10 @@ class CreateWarrantyClaimParams(LineRefParams):
         description="The cause: manufacturing_defect is covered; physical_damage, liquid_damage, overclocking, "
         "improper_installation and wear_and_tear are not; unknown sends the part to inspection."
     )
-    remedy: Literal[tuple(WarrantyRemedy.values)] = Field(description="What the customer gets if approved.")
+    remedy: Literal[tuple(sorted(WARRANTY_REMEDIES))] = Field(
+        description="What the customer gets if approved: a replacement; a refund only when the product is no longer "
+        "sold (discontinued or end of life). Parts are not repaired."
+    )
     quantity: int = Field(1, ge=1, le=1000, description="How many units of the line are faulty (default 1).")
     ticket_id: EntityId | None = Field(None, description="The support ticket the claim comes from.")
 
@@ -275,6 +296,13 @@ def create_warranty_claim(p: CreateWarrantyClaimParams) -> dict:
             f"line {line.id} has {line.quantity} unit(s): {refunded} refunded and {claimed} already under an open or "
             f"approved claim, so at most {max(available, 0)} more can be claimed",
             field="quantity",
+        )
+    if p.remedy == WarrantyRemedy.REFUND and line.product.lifecycle not in WARRANTY_REFUND_LIFECYCLES:
+        raise ToolError(
+            ErrorCode.POLICY_VIOLATION,
+            f"{line.product.name} is still sold ({line.product.lifecycle}): an approved claim is met with a "
+            "replacement; a refund only when the product is no longer sold",
+            field="remedy",
         )
     delivered = delivered_at(ORDER_SHIPMENTS(line.order_id))
     coverage = warranty_coverage(delivered, line.product.warranty_months)

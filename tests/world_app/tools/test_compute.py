@@ -116,7 +116,7 @@ def test_refund_mode_computes_fee_exemptions_and_excludes_shipping(shop):
         "0.00",
         "589.97",
     )
-    assert refund["notes"][0] == "refunds exclude shipping: the original shipping cost is never refunded"
+    assert refund["notes"][0] == "refunds exclude shipping: the order has shipped, so its shipping cost is not refunded"
     unopened = ok("calculate_price", mode="refund", order_id=shop.recent.id, opened=False)
     assert unopened["refund_total"] == "589.97" and unopened["restocking_fee"] == "0.00"
     defective = ok("calculate_price", mode="refund", order_id=shop.recent.id, opened=True, reason="defective")
@@ -136,7 +136,7 @@ def test_refund_mode_shares_the_order_discount_and_reports_the_window(shop):
     assert refund["refund_total"] == "495.00"
     late = ok("calculate_price", mode="refund", order_id=shop.old.id, opened=False)
     assert late["return_window"]["is_open"] is False
-    assert any("only for defective items still under warranty" in note for note in late["notes"])
+    assert any("after the window only defective items under warranty" in note for note in late["notes"])
 
 
 def test_refund_mode_refusals(shop):

@@ -48,37 +48,37 @@ def test_unopened_exempt_and_defective_returns_pay_no_restocking_fee(shop):
     assert (defective["refund"]["amount"], defective["refund"]["status"]) == ("259.98", "approved")
 
 
-def test_refund_after_the_window_is_refused_with_the_dates(shop):
-    error = refused(
-        "create_refund", "policy_violation", **refund_lines(shop.old, "customer_remorse", line(shop.old, shop.psu))
-    )
-    assert error["message"] == (
-        "delivered 2025-07-02, 75 days ago; the return window is 30 days from delivery (closed, last day "
-        "2025-08-01); after that the sale is final (only defective items under warranty are refunded)"
-    )
-    assert error["field"] == "reason"
-    assert not Refund.objects.exists()
+def test_refund_after_the_window_is_the_agents_judgement_and_the_result_shows_the_window(shop):
+    # The window is a judgement the agent is paid to make: the tool refunds, and the closed window is in the
+    # result (and the refund in the world state, where a rubric sees the mistake).
+    result = ok("create_refund", **refund_lines(shop.old, "customer_remorse", line(shop.old, shop.psu)))
+    assert result["return_window"] == {
+        "delivered_on": "2025-07-02",
+        "days_since_delivery": 75,
+        "window_days": 30,
+        "last_day": "2025-08-01",
+        "is_open": False,
+    }
+    assert Refund.objects.filter(payment__order=shop.old, reason="customer_remorse").count() == 1
 
 
-def test_defective_item_after_the_window_is_refunded_while_under_warranty(shop):
+def test_defective_item_after_the_window_is_refunded_at_once(shop):
     result = ok("create_refund", **refund_lines(shop.old, "defective", line(shop.old, shop.psu)))
     assert (result["refund"]["amount"], result["refund"]["status"]) == ("129.99", "approved")
-    mouse = refund_lines(shop.old, "defective", line(shop.old, shop.mouse))
-    error = refused("create_refund", "policy_violation", **mouse)
-    assert "Glide wireless mouse" in error["message"] and "it expired 44 days ago" in error["message"]
+    assert result["return_window"]["is_open"] is False
 
 
 def test_refunds_never_exceed_what_was_paid_less_shipping_and_earlier_refunds(shop):
     error = refused("create_refund", "policy_violation", order_id=shop.recent.id, reason="other", amount=590)
     assert error["field"] == "amount"
     assert error["message"] == (
-        "a $590.00 refund is more than order ord-t-recent allows: $599.96 was paid, $9.99 of shipping is never "
-        "refunded, $0.00 was refunded already, so at most $589.97 can still be refunded"
+        "a $590.00 refund is more than order ord-t-recent allows: $599.96 was paid, less $9.99 of shipping (kept: "
+        "the order has shipped), less $0.00 refunded already leaves $589.97 that can still be refunded"
     )
     first = ok("create_refund", order_id=shop.recent.id, reason="shipping_issue", amount="400.00")
     assert first["refundable_remaining"] == "189.97"
     error = refused("create_refund", "policy_violation", order_id=shop.recent.id, reason="other", amount="189.98")
-    assert "$400.00 was refunded already, so at most $189.97" in error["message"]
+    assert "less $400.00 refunded already leaves $189.97" in error["message"]
     # The last cent of merchandise: the order and its payment are fully refunded.
     last = ok("create_refund", order_id=shop.recent.id, reason="other", amount="189.97")
     assert (last["order_status"], last["payment"]["status"], last["refundable_remaining"]) == (
@@ -107,9 +107,61 @@ def test_refunds_over_the_approval_limit_stay_pending_and_ask_for_an_escalation(
         "pending",
         True,
     )
-    assert "over the $500.00 refund approval limit" in result["next_steps"][0]
+    assert "over the $500.00 approval limit" in result["next_steps"][0]
     assert "policy_exception" in result["next_steps"][0]
     assert result["order_status"] == "refunded"
+
+
+def test_refunds_of_one_order_on_one_day_add_up_towards_the_approval_limit(shop):
+    first = ok("create_refund", order_id=shop.recent.id, reason="other", amount="300.00")
+    assert (first["refund"]["status"], first["requires_approval"]) == ("approved", False)
+    second = ok("create_refund", order_id=shop.recent.id, reason="shipping_issue", amount="250.00")
+    assert (second["refund"]["status"], second["requires_approval"]) == ("pending", True)
+    assert "come to $550.00, over the $500.00 approval limit" in second["next_steps"][0]
+
+
+def test_a_full_return_refunds_the_order_and_payment_even_with_a_fee_withheld(shop):
+    result = ok(
+        "create_refund",
+        **refund_lines(shop.recent, "customer_remorse", line(shop.recent, shop.gpu), line(shop.recent, shop.cable, 2)),
+    )
+    assert result["refund"]["restocking_fee"] == "82.50"
+    assert (result["order_status"], result["payment"]["status"]) == ("refunded", "refunded")
+
+
+def test_a_withheld_restocking_fee_cannot_come_back_as_a_goodwill_amount(shop):
+    ok("create_refund", **refund_lines(shop.recent, "customer_remorse", line(shop.recent, shop.gpu)))
+    error = refused("create_refund", "policy_violation", order_id=shop.recent.id, reason="other", amount="122.48")
+    assert error["message"].endswith(
+        "$599.96 was paid, less $9.99 of shipping (kept: the order has shipped), less $82.50 of restocking fees "
+        "withheld, less $467.49 refunded already leaves $39.98 that can still be refunded"
+    )
+
+
+def test_transit_damage_pays_no_restocking_fee_on_opened_items(shop):
+    result = ok("create_refund", **refund_lines(shop.recent, "shipping_issue", line(shop.recent, shop.gpu)))
+    assert (result["refund"]["amount"], result["refund"]["restocking_fee"]) == ("549.99", "0.00")
+
+
+def test_a_duplicate_charge_is_refunded_in_full_and_the_order_stays(shop):
+    order = shop.recent
+    first = order.payments.get()
+    duplicate = Payment.objects.create(
+        id="pay-t-dup",
+        order=order,
+        customer_id=first.customer_id,
+        amount=first.amount,
+        method=first.method,
+        status="captured",
+        transaction_id="txn_dup",
+        card_last4=first.card_last4,
+        processed_at=first.processed_at,
+        created_at=first.created_at,
+        updated_at=first.updated_at,
+    )
+    result = ok("create_refund", payment_id=duplicate.id, reason="other", amount=str(duplicate.amount))
+    assert result["refund"]["amount"] == "599.96"  # shipping included: nothing was bought with it
+    assert (result["payment"]["status"], result["order_status"]) == ("refunded", "fulfilled")
 
 
 def test_order_discount_is_shared_so_the_refund_is_what_was_paid(shop):
@@ -134,10 +186,12 @@ def test_a_partial_refund_keeps_a_paid_order_paid(shop):
     assert result["next_steps"][0].startswith(f"order {unsent.id} stays paid")
 
 
-def test_refund_of_a_never_shipped_paid_order(shop):
+def test_refund_of_a_never_shipped_paid_order_gives_the_shipping_back(shop):
     unsent = make_order(shop.other, [(shop.cable, 1)], status="paid", placed_days_ago=2)
     result = ok("create_refund", **refund_lines(unsent, "customer_remorse", line(unsent, shop.cable), opened=False))
-    assert (result["refund"]["amount"], result["order_status"]) == ("19.99", "refunded")
+    assert (result["refund"]["amount"], result["order_status"]) == (str(unsent.total), "refunded")
+    assert result["breakdown"]["shipping_refunded"] == str(unsent.shipping_cost)
+    assert result["refundable_remaining"] == "0.00"
 
 
 def test_only_captured_payments_are_refunded(shop):
@@ -162,20 +216,39 @@ def test_only_captured_payments_are_refunded(shop):
     assert good["order_id"] == shop.recent.id
 
 
-def test_price_match_is_the_difference_within_14_days_of_the_sale(shop):
-    result = ok("create_refund", order_id=shop.discounted.id, reason="price_match", amount="30.00")
-    assert (result["refund"]["amount"], result["refund"]["reason"]) == ("30.00", "price_match")
-    error = refused("create_refund", "policy_violation", order_id=shop.old.id, reason="price_match", amount="5")
-    assert error["message"] == (
-        "order ord-t-old was placed 2025-06-27, 80 days ago; price match is within 14 days of the sale "
-        "(last day 2025-07-11)"
+def test_price_match_is_one_claim_per_item_for_less_than_was_paid(shop):
+    gpu = line(shop.discounted, shop.gpu)
+    result = ok("create_refund", order_id=shop.discounted.id, reason="price_match", lines=[gpu], amount="30.00")
+    assert (result["refund"]["amount"], result["refund"]["status"]) == ("30.00", "approved")  # nothing comes back
+    assert result["next_steps"] == []
+    again = refused(
+        "create_refund", "policy_violation", order_id=shop.discounted.id, reason="price_match", lines=[gpu], amount=5
     )
+    assert "already has a price-match refund: one claim per item" in again["message"]
+    whole = refused(
+        "create_refund",
+        "policy_violation",
+        order_id=shop.recent.id,
+        reason="price_match",
+        lines=[line(shop.recent, shop.gpu)],
+        amount="549.99",
+    )
+    assert "is not less than the $549.99 paid" in whole["message"]
+    # The 14 days are the agent's to check: the result shows them.
+    late = ok("create_refund", order_id=shop.old.id, reason="price_match", lines=[line(shop.old, shop.psu)], amount=5)
+    assert late["price_match_window"] == {
+        "sold_on": "2025-06-27",
+        "days_since_sale": 80,
+        "window_days": 14,
+        "last_day": "2025-07-11",
+        "is_open": False,
+    }
 
 
 def test_create_refund_argument_rules(shop):
     cases = [
         ({"order_id": shop.recent.id, "reason": "defective", "amount": 10}, "returns goods: list the returned units"),
-        ({"order_id": shop.recent.id, "reason": "price_match"}, "give amount"),
+        ({"order_id": shop.recent.id, "reason": "price_match"}, "give lines and amount"),
         ({"reason": "other", "amount": 10}, "give order_id or payment_id"),
         (
             {**refund_lines(shop.recent, "other", line(shop.recent, shop.gpu)), "amount": 5},

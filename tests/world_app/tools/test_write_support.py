@@ -159,6 +159,27 @@ def test_create_escalation_routes_by_type_and_escalates_the_ticket(shop):
     assert product["escalation"]["destination"] == "product_management"  # another type on an escalated ticket
 
 
+def test_a_policy_exception_goes_to_a_team_lead_not_a_plain_agent(shop):
+    notes = "Return 12 days past the window; customer was travelling. Asking for an exception."
+    error = refused(
+        "create_escalation",
+        "policy_violation",
+        ticket_id=shop.ticket.id,
+        escalation_type="policy_exception",
+        notes=notes,
+        assigned_to=shop.agent.id,
+    )
+    assert error["field"] == "assigned_to" and "decided by a team lead or manager" in error["message"]
+    result = ok(
+        "create_escalation",
+        ticket_id=shop.ticket.id,
+        escalation_type="policy_exception",
+        notes=notes,
+        assigned_to=shop.lead.id,
+    )
+    assert result["escalation"]["assigned_to"] == shop.lead.id
+
+
 def test_create_escalation_refusals(shop):
     notes = "Needs an engineer to look at the logs we collected."
     ok("create_escalation", ticket_id=shop.ticket.id, escalation_type="technical", notes=notes)
@@ -213,12 +234,14 @@ def test_manufacturing_defect_within_warranty_is_approved(shop):
     assert (record["id"], record["status"], record["warranty_expires_on"]) == ("wcl-w00001", "approved", "2030-07-02")
     assert record["decision_reason"].startswith("manufacturing defect within warranty: delivered 2025-07-02")
     assert result["warranty"]["status"] == "active" and result["next_steps"] == []
-    refund_remedy = ok(
-        "create_warranty_claim",
-        **claim(
-            order_id=shop.recent.id, product_id=shop.gpu.id, defect_category="manufacturing_defect", remedy="refund"
-        ),
+    refund_args = claim(
+        order_id=shop.recent.id, product_id=shop.gpu.id, defect_category="manufacturing_defect", remedy="refund"
     )
+    still_sold = refused("create_warranty_claim", "policy_violation", **refund_args)
+    assert "is still sold (active)" in still_sold["message"] and still_sold["field"] == "remedy"
+    refused("create_warranty_claim", "invalid_arguments", **{**refund_args, "remedy": "repair"})  # we do not repair
+    type(shop.gpu).objects.filter(pk=shop.gpu.pk).update(lifecycle="discontinued")
+    refund_remedy = ok("create_warranty_claim", **refund_args)
     assert "create_refund" in refund_remedy["next_steps"][0]
 
 
