@@ -35,6 +35,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI and Redoc served from our static files: /api/docs/ works offline
     "world_app",
     "tasks_app",
     "rubrics_app",
@@ -169,6 +170,9 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Corecraft Studio API",
     "DESCRIPTION": "World snapshots, episodes, tools, releases and rewards for agent training.",
     "VERSION": "0.1.0",
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 LOGGING = {

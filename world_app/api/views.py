@@ -36,7 +36,7 @@ from world_app.episodes import episode_close, episode_create, episode_diff, epis
 from world_app.models import Episode, WorldSnapshot
 from world_app.tools import all_tools, get_tool, tool_schemas
 
-SCHEMA_FORMATS = ("openai", "mcp", "registry")
+SCHEMA_FORMATS = ("openai", "openai-strict", "mcp", "registry")
 JSON_TYPE_NAMES = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean"}
 
 
@@ -278,8 +278,9 @@ class ToolListApi(APIView):
         format = serializers.ChoiceField(
             choices=SCHEMA_FORMATS,
             default="openai",
-            help_text="openai: `tools` entries of the OpenAI API; mcp: MCP `tools/list` entries; registry: name, "
-            "group, description, input_schema.",
+            help_text="openai: `tools` entries of the OpenAI API; openai-strict: the same for `strict: true` "
+            "function calling (every argument required, optionals nullable, maps as {name, value} lists); mcp: MCP "
+            "`tools/list` entries; registry: name, group, description, input_schema.",
         )
 
     class OutputSerializer(serializers.Serializer):

@@ -195,7 +195,14 @@ def test_a_method_an_endpoint_does_not_have_is_a_405(api_client, snapshot):
 
 
 @pytest.mark.parametrize(
-    ("fmt", "key"), [("openai", "function"), ("mcp", "inputSchema"), ("registry", "input_schema"), (None, "function")]
+    ("fmt", "key"),
+    [
+        ("openai", "function"),
+        ("openai-strict", "function"),
+        ("mcp", "inputSchema"),
+        ("registry", "input_schema"),
+        (None, "function"),
+    ],
 )
 def test_tool_schemas_in_each_format(api_client, fmt, key):
     url = "/api/v1/tools/" + (f"?format={fmt}" if fmt else "")
@@ -401,3 +408,14 @@ def test_the_openapi_schema_documents_the_episode_api(api_client):
         "/api/v1/tools/",
         "/api/v1/tools/{name}/",
     }
+
+
+def test_the_api_docs_load_their_assets_from_this_server(api_client, client):
+    """Swagger UI from drf-spectacular-sidecar: the page works offline, nothing comes from a CDN."""
+    html = client.get(reverse("api-docs")).content.decode()
+    assets = re.findall(r'(?:src|href)="([^"]+\.(?:js|css|png))"', html)
+    assert assets and all(a.startswith("/static/") for a in assets), assets
+    assert "cdn" not in html.lower()
+    schema = api_client.get(reverse("api-schema"), HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    stream = schema["paths"]["/api/v1/releases/{slug}/rows.jsonl"]["get"]
+    assert "application/x-ndjson" in stream["responses"]["200"]["content"]
