@@ -79,7 +79,7 @@ def parse_database_url(url: str) -> dict:
     except ValueError:
         raise ImproperlyConfigured(f"DATABASE_URL has an invalid port: {url!r}") from None
     return {
-        "ENGINE": "django.db.backends.postgresql",
+        "ENGINE": "corecraft_site.postgres",  # Django's, failing fast with the cause (see corecraft_site/postgres)
         "NAME": name,
         "USER": unquote(parts.username or ""),
         "PASSWORD": unquote(parts.password or ""),

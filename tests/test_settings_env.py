@@ -41,3 +41,25 @@ def test_database_url_parsing():
         parse_database_url("mysql://x@y/z")
     with pytest.raises(ImproperlyConfigured, match="names no database"):
         parse_database_url("postgres://x@y:5432/")
+
+
+def test_a_missing_database_is_named_at_once_not_a_pool_timeout(settings, django_db_blocker):
+    import copy
+    import time
+
+    from django.db import OperationalError
+    from django.db.utils import ConnectionHandler
+
+    missing = copy.deepcopy(settings.DATABASES["default"])
+    missing["NAME"] = "cc_no_such_database_here"
+    missing["OPTIONS"]["pool"] = {"min_size": 1, "max_size": 2, "timeout": 10}
+    # Its own alias: pools are kept per alias.
+    handler = ConnectionHandler({"default": settings.DATABASES["default"], "missing_db": missing})
+    connection = handler["missing_db"]
+    started = time.monotonic()
+    try:
+        with django_db_blocker.unblock(), pytest.raises(OperationalError, match='"cc_no_such_database_here" does not'):
+            connection.ensure_connection()
+    finally:
+        connection.close_pool()
+    assert time.monotonic() - started < 5
