@@ -10,7 +10,7 @@ SEED ?= 7
 SCALE ?= 1
 export DJANGO_SETTINGS_MODULE := corecraft_site.settings
 
-.PHONY: install services browser test lint format demo demo-stop bench grpo-smoke
+.PHONY: install services browser test lint format demo demo-stop bench grpo-smoke verl-smoke
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -75,3 +75,18 @@ grpo-smoke: install services
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e ".[grpo]"
 	HF_HUB_OFFLINE=1 $(PY) scripts/grpo_smoke.py
+
+# verl 0.9's own AgentLoopWorker drives our agent loop for a GRPO group (4 rollouts, rewards that differ) and a
+# longer-prompt group in one batch, against a real web server, with a stand-in token server (no GPU, no weights).
+# verl pins transformers below 5.11, so it gets its own virtual environment. Kept out of `make test`.
+VERL_VENV := .venv-verl
+$(VERL_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VERL_VENV)
+	$(VERL_VENV)/bin/pip install -q --upgrade pip
+	$(VERL_VENV)/bin/pip install -q torch==2.13.0
+	$(VERL_VENV)/bin/pip install -q -e ".[dev,verl]"
+	touch $@
+
+verl-smoke: services $(VERL_VENV)/.installed
+	HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false $(VERL_VENV)/bin/pytest tests/trainer_bridge/test_verl_real.py \
+	  -q -s -p no:cacheprovider -W ignore::DeprecationWarning

@@ -23,6 +23,7 @@ import json
 import logging
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +35,7 @@ __all__ = [
     "compute_score",
     "final_answer_from_text",
     "parse_tool_calls",
+    "token_ids",
 ]
 
 logger = logging.getLogger(__name__)
@@ -189,10 +191,30 @@ def compute_score(
 # --- verl classes, built when verl asks for them --------------------------------------------------------------
 
 
+def token_ids(encoded: Any) -> list[int]:
+    """Token ids from whatever ``apply_chat_template(tokenize=True)`` returns: a list of ids, a batch of one, or
+    (transformers 5) a ``BatchEncoding``, a mapping whose iteration gives its keys, not ids."""
+    if isinstance(encoded, Mapping) or hasattr(encoded, "keys"):
+        encoded = encoded["input_ids"]
+    if hasattr(encoded, "tolist"):
+        encoded = encoded.tolist()
+    encoded = list(encoded)
+    if encoded and isinstance(encoded[0], list | tuple):
+        if len(encoded) != 1:
+            raise ValueError(f"expected the ids of one conversation, got a batch of {len(encoded)}")
+        encoded = list(encoded[0])
+    if not all(isinstance(i, int) for i in encoded):
+        raise TypeError(f"not token ids: {encoded[:3]!r}")
+    return encoded
+
+
+class PromptTooLong(ValueError):
+    """The rendered prompt (instruction, tool schemas, system prompt) does not fit ``rollout.prompt_length``."""
+
+
 def _build_agent_loop() -> type:
     from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, register
 
-    @register(AGENT_NAME)
     class CorecraftAgentLoop(AgentLoopBase):
         """Multi-turn tool use in one Corecraft episode per rollout; the reward comes from our finish endpoint."""
 
@@ -214,6 +236,15 @@ def _build_agent_loop() -> type:
             max_turns = max_turns or opened.max_turns or 30
             messages = list(kwargs.get("raw_prompt") or [{"role": "user", "content": opened.instruction}])
             prompt_ids = await self._template(messages, tools=opened.tools, add_generation_prompt=True)
+            prompt_length = int(getattr(rollout, "prompt_length", 0) or 0)
+            if prompt_length and len(prompt_ids) > prompt_length:
+                # verl pads every prompt to prompt_length and concatenates the batch: a longer one would crash the
+                # step, and cutting it would cut the tool schemas or the system prompt. Say which setting to raise.
+                raise PromptTooLong(
+                    f"release {opened.release} row {opened.row_id}: the prompt is {len(prompt_ids)} tokens "
+                    f"(instruction and {len(opened.tools)} tool schemas), over actor_rollout_ref.rollout.prompt_length="
+                    f"{prompt_length}; raise it and data.max_prompt_length (see trainer_bridge/configs/verl_grpo.yaml)"
+                )
             sequence = list(prompt_ids)
             response_mask: list[int] = []
             final_answer, turns = "", 0
@@ -261,12 +292,10 @@ def _build_agent_loop() -> type:
             )
 
         async def _template(self, messages: list[dict], **kwargs: Any) -> list[int]:
-            ids = await self.loop.run_in_executor(
+            encoded = await self.loop.run_in_executor(
                 None, lambda: self.tokenizer.apply_chat_template(messages, tokenize=True, **kwargs)
             )
-            if isinstance(ids, dict):
-                ids = ids["input_ids"]
-            return list(ids[0] if ids and isinstance(ids[0], list) else ids)
+            return token_ids(encoded)
 
         async def _tool_suffix(self, tool_messages: list[dict]) -> list[int]:
             # The template of tool messages alone, minus the template of nothing: just the tool turn's tokens.
@@ -274,6 +303,11 @@ def _build_agent_loop() -> type:
             full = await self._template([{"role": "system", "content": ""}, *tool_messages], add_generation_prompt=True)
             return full[len(base) :]
 
+    # Built inside a function, but registered (and found by hydra) under its module-level name: verl's
+    # ``register`` records ``__module__.__qualname__``, and a ``<locals>`` target cannot be instantiated.
+    CorecraftAgentLoop.__module__ = __name__
+    CorecraftAgentLoop.__qualname__ = "CorecraftAgentLoop"
+    register(AGENT_NAME)(CorecraftAgentLoop)
     return CorecraftAgentLoop
 
 

@@ -116,12 +116,16 @@ def test_the_grpo_configs_follow_the_paper():
     assert actor["clip_ratio_low"] == 0.2 and actor["clip_ratio_high"] == 0.28 and actor["use_kl_loss"] is False
     assert verl["trainer"]["total_epochs"] == 1 and verl["trainer"]["critic_warmup"] == 0
     rollout = verl["actor_rollout_ref"]["rollout"]
-    for path in (rollout["multi_turn"]["tool_config_path"], rollout["agent"]["agent_loop_config_path"],
-                 verl["custom_reward_function"]["path"]):  # fmt: skip
+    for path in (rollout["multi_turn"]["tool_config_path"], rollout["agent"]["agent_loop_config_path"]):
         assert (ROOT / path).exists(), path
     loops = yaml.safe_load((CONFIGS / "verl_agent_loop.yaml").read_text())
     assert loops == [{"name": "corecraft_agent", "_target_": "trainer_bridge.verl_agent.CorecraftAgentLoop"}]
-    assert verl["custom_reward_function"]["name"] == "compute_score" and callable(verl_agent.compute_score)
+    reward_fn = verl["reward"]["custom_reward_function"]
+    assert reward_fn == {"path": "pkg://trainer_bridge.verl_agent", "name": "compute_score"}
+    assert callable(verl_agent.compute_score)
+    # Lengths that fit the 23 tool schemas (~10.5k tokens with a BPE tokenizer, ~4 characters a token).
+    schema_tokens = len(json.dumps(json.loads(build.tool_schemas_text()))) / 4
+    assert verl["data"]["max_prompt_length"] == rollout["prompt_length"] >= schema_tokens + 2048
 
 
 def test_the_trl_config_builds_a_grpo_config_when_trl_is_installed(tmp_path):
@@ -336,7 +340,8 @@ def fake_verl(monkeypatch):
 def test_the_agent_loop_runs_every_turn_in_one_episode_and_returns_its_reward(monkeypatch):
     registry = fake_verl(monkeypatch)
     loop_class = verl_agent.CorecraftAgentLoop
-    assert registry["corecraft_agent"]["_target_"].endswith("CorecraftAgentLoop")
+    # An importable target (not a <locals> one), the same the agent-loop config names.
+    assert registry["corecraft_agent"] == {"_target_": "trainer_bridge.verl_agent.CorecraftAgentLoop"}
     client = FakeClient(rewards={"It is on backorder.": 1.0})
     monkeypatch.setattr(loop_class, "client", client)
     turns = iter([
@@ -393,3 +398,38 @@ def test_the_trl_environment_and_reward_against_a_live_server(live_server):
                                                     environments=envs)  # fmt: skip
     assert rewards == [1.0, 0.0]
     assert envs[0].outcome.passed is True and envs[1].outcome.passed is False
+
+
+def test_token_ids_from_what_apply_chat_template_returns():
+    from collections import UserDict
+
+    # transformers 5 returns a BatchEncoding (a UserDict): iterating it gives its keys, not ids.
+    batch_encoding = UserDict({"input_ids": [5, 6, 7], "attention_mask": [1, 1, 1]})
+    assert list(batch_encoding) == ["input_ids", "attention_mask"]
+    assert verl_agent.token_ids(batch_encoding) == [5, 6, 7]
+    assert verl_agent.token_ids(UserDict({"input_ids": [[5, 6]]})) == [5, 6]
+    assert verl_agent.token_ids([1, 2]) == verl_agent.token_ids([[1, 2]]) == [1, 2]
+    with pytest.raises(ValueError, match="batch of 2"):
+        verl_agent.token_ids([[1], [2]])
+    with pytest.raises(TypeError):
+        verl_agent.token_ids(["input_ids", "attention_mask"])
+
+
+def test_a_prompt_over_prompt_length_fails_its_rollout_by_name(monkeypatch):
+    fake_verl(monkeypatch)
+    loop_class = verl_agent.CorecraftAgentLoop
+    monkeypatch.setattr(loop_class, "client", FakeClient())
+    rollout = types.SimpleNamespace(response_length=100, prompt_length=10, multi_turn=None)
+    config = types.SimpleNamespace(actor_rollout_ref=types.SimpleNamespace(rollout=rollout))
+
+    class Server:
+        async def generate(self, **kwargs):
+            raise AssertionError("never asked: the prompt does not fit")
+
+    async def go():
+        agent = loop_class(types.SimpleNamespace(config=config), Server(), CharTokenizer(), None)
+        await agent.run({}, raw_prompt=[{"role": "user", "content": "a long instruction"}],
+                        extra_info={"release": "r1", "row_id": 5})  # fmt: skip
+
+    with pytest.raises(verl_agent.PromptTooLong, match=r"actor_rollout_ref\.rollout\.prompt_length=10"):
+        asyncio.run(go())
