@@ -10,7 +10,7 @@ SEED ?= 7
 SCALE ?= 1
 export DJANGO_SETTINGS_MODULE := corecraft_site.settings
 
-.PHONY: install services browser test lint format demo demo-stop bench grpo-smoke verl-smoke
+.PHONY: install services browser test lint format demo demo-stop bench grpo-smoke verl-smoke mcp-clients
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -90,3 +90,10 @@ $(VERL_VENV)/.installed: pyproject.toml
 verl-smoke: services $(VERL_VENV)/.installed
 	HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false $(VERL_VENV)/bin/pytest tests/trainer_bridge/test_verl_real.py \
 	  -q -s -p no:cacheprovider -W ignore::DeprecationWarning
+
+# An MCP 1.x SDK client in its own environment (the project uses 2.x): the MCP tests then check that a 1.x client
+# shows why an episode is refused (tests/world_app/test_mcp.py; skipped without .venv-mcp1).
+mcp-clients: install services
+	test -x .venv-mcp1/bin/python || $(PYTHON) -m venv .venv-mcp1
+	.venv-mcp1/bin/pip install -q "mcp>=1.20,<2"
+	$(BIN)/pytest tests/world_app/test_mcp.py -q -k "1x"

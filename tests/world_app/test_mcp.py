@@ -6,6 +6,8 @@ through DATABASE_URL, see the world and snapshot the test made.
 
 from __future__ import annotations
 
+import json
+import os
 import socket
 import subprocess
 import sys
@@ -14,6 +16,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import anyio
 import httpx2
@@ -234,12 +237,13 @@ def test_mcp_over_streamable_http_end_to_end(mcp_world):
         first = run_async(first_server, first_base, world)
         mine, other = first["mine"], first["other"]
         mine_path = f"/mcp/episodes/{mine['episode_id']}"
-        assert mine["mcp_url"] == f"{first_base}{mine_path}"
+        assert mine["mcp_url"] == f"{first_base}{mine_path}/mcp"  # a URL that ends in /mcp (the Inspector's form)
         assert mine["snapshot_version"] == world["snapshot"].version
 
-        # Unknown episodes and unnamed requests are refused before MCP, with a message that says what to do.
+        # Unknown episodes and unnamed requests are refused before MCP, with a message that says what to do:
+        # a JSON-RPC error for the request's id, not a 404 (which clients read as "session expired").
         status, body = first["raw_unknown"]
-        assert status == 404
+        assert status == 200 and body["id"] == INITIALIZE["id"]
         assert "no episode" in body["error"]["message"]
         assert "POST /mcp/episodes" in body["error"]["message"]
         assert first["raw_unnamed"][0] == 400
@@ -335,3 +339,28 @@ def test_mcp_over_stdio_serves_the_named_episode(mcp_world):
     [step] = EpisodeStep.objects.filter(episode=episode)
     assert (step.name, step.arguments["ticket_id"]) == ("update_ticket_status", ticket_id)
     assert SupportTicket.objects.get(pk=ticket_id).status == "open"
+
+
+MCP1_PYTHON = Path(os.environ.get("MCP1_PYTHON") or ROOT / ".venv-mcp1" / "bin" / "python")
+
+
+@pytest.mark.skipif(not MCP1_PYTHON.exists(), reason="no MCP 1.x client here: `make mcp-clients` builds .venv-mcp1")
+def test_an_mcp_1x_client_shows_why_an_episode_is_refused(mcp_world):
+    opened = episode_create(snapshot=mcp_world["snapshot"], label="mcp 1.x client")
+    closed = episode_create(snapshot=mcp_world["snapshot"], label="mcp 1.x client, closed")
+    episode_close(closed.pk)
+    with mcp_server() as base:
+        urls = [f"{base}/mcp/episodes/{episode}/mcp" for episode in (uuid.uuid4(), closed.pk, opened.pk)]
+        done = subprocess.run(  # noqa: S603 (our own script, with the 1.x SDK's interpreter)
+            [str(MCP1_PYTHON), "tests/world_app/mcp1_client.py", *urls],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=CLIENT_TIMEOUT_S,
+        )
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    # The message the server wrote, not "Session terminated" (what a 1.x client makes of a 404).
+    assert "no episode" in seen["unknown"] and "POST /mcp/episodes" in seen["unknown"]
+    assert seen["closed"]["is_error"] and json.loads(seen["closed"]["text"])["error"]["code"] == "episode_closed"
+    assert seen["open"]["tools"] == 23 and not seen["open"]["is_error"]

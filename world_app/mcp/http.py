@@ -1,17 +1,21 @@
 """The streamable-HTTP ASGI app: episode creation, and the MCP endpoint of each episode.
 
 - ``POST /mcp/episodes`` (JSON ``{"snapshot_version"?, "label"?}``) -> 201 ``{"episode_id", "mcp_url",
-  "snapshot_version"}``.
-- ``/mcp/episodes/<uuid>``: the MCP endpoint of that episode.
+  "snapshot_version"}``; ``mcp_url`` is ``/mcp/episodes/<uuid>/mcp``.
+- ``/mcp/episodes/<uuid>/mcp`` (and ``/mcp/episodes/<uuid>``): the MCP endpoint of that episode. The form
+  ending in ``/mcp`` is for clients that insist on it (the MCP Inspector rewrites a URL's end to ``/mcp``).
 - ``/mcp`` with header ``X-Corecraft-Episode: <uuid>``: the same, for clients with a fixed URL.
 
 The SDK's session manager runs stateless: the episode named by the request is the only state, and it lives
-in Postgres. An unknown episode is answered 404 (a JSON-RPC error body) before any MCP handling.
+in Postgres. A request to an unknown episode is answered before any MCP handling with a JSON-RPC error for
+that request's id (HTTP 200), which MCP clients raise with its message. Not a 404: for streamable HTTP a 404
+means "session expired", and MCP 1.x clients replace the message with "Session terminated".
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import uuid
 from collections.abc import AsyncIterator
 
@@ -46,6 +50,24 @@ def _jsonrpc_error(status: int, message: str, *, code: int = types.INVALID_REQUE
     return JSONResponse(body, status_code=status)
 
 
+async def _refusal(request: Request, message: str, *, data: dict) -> Response:
+    """A JSON-RPC error answering each request in the body (by its id), so that clients show ``message``; a
+    body without requests (notifications, a GET for the event stream) gets a 400 with the same error."""
+    payload = None
+    if request.method == "POST":
+        try:
+            payload = json.loads(await request.body() or b"null")
+        except ValueError:
+            payload = None
+    messages = payload if isinstance(payload, list) else [payload]
+    ids = [m["id"] for m in messages if isinstance(m, dict) and "method" in m and m.get("id") is not None]
+    error = {"code": types.INVALID_REQUEST, "message": message, "data": data}
+    if not ids:
+        return JSONResponse({"jsonrpc": "2.0", "id": None, "error": error}, status_code=400)
+    errors = [{"jsonrpc": "2.0", "id": i, "error": error} for i in ids]
+    return JSONResponse(errors if isinstance(payload, list) else errors[0], status_code=200)
+
+
 class EpisodeMcpEndpoint:
     """Resolves the episode a request names, then hands the request to the SDK's stateless transport."""
 
@@ -66,7 +88,8 @@ class EpisodeMcpEndpoint:
             episode_id = None
         if episode_id is None or await sync_to_async(mcp_episode_status, thread_sensitive=True)(episode_id) is None:
             message = f"no episode {named}: create one with POST /mcp/episodes and use its mcp_url"
-            await _jsonrpc_error(404, message)(scope, receive, send)
+            response = await _refusal(Request(scope, receive), message, data={"episode_id": named})
+            await response(scope, receive, send)
             return
         scope = {**scope, "state": {**scope.get("state", {}), EPISODE_STATE_KEY: episode_id}}
         await self.manager.handle_request(scope, receive, send)
@@ -103,7 +126,7 @@ def mcp_http_app(*, host: str = "127.0.0.1", snapshot_version: int | None = None
             return JSONResponse({"error": str(exc)}, status_code=404)
         except SnapshotNotPublished as exc:
             return JSONResponse({"error": str(exc)}, status_code=409)
-        url = str(request.url_for("mcp_episode", episode_id=str(episode_id)))
+        url = str(request.url_for("mcp_episode_mcp", episode_id=str(episode_id)))
         body = {"episode_id": str(episode_id), "mcp_url": url, "snapshot_version": version}
         return JSONResponse(body, status_code=201, headers={"Location": url})
 
@@ -115,6 +138,7 @@ def mcp_http_app(*, host: str = "127.0.0.1", snapshot_version: int | None = None
     return Starlette(
         routes=[
             Route("/mcp/episodes", create_episode, methods=["POST"], name="mcp_episode_create"),
+            Route("/mcp/episodes/{episode_id}/mcp", endpoint, name="mcp_episode_mcp"),
             Route("/mcp/episodes/{episode_id}", endpoint, name="mcp_episode"),
             Route("/mcp", endpoint, name="mcp"),
         ],
