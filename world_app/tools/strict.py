@@ -12,6 +12,9 @@ tool schemas into that subset without changing what the tools mean:
   entries ([{"name": "socket", "value": "AM5"}]), which the tools accept as well;
 - keywords strict mode does not support (``default``, ``minLength``, ``maxLength``, ...) are dropped from the
   rendering only; the tools still enforce them and answer with an error result the model can read.
+
+It is a rendering of the agent contract's tools (``world_app.contract.agent_contract().tool_list("openai-strict")``,
+``tool_schemas("openai-strict")``): the same tools, descriptions and meaning, under the contract's version.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ import jsonschema
 import pytest
 from django.core.management import call_command
 
+from world_app.contract import agent_contract
 from world_app.episodes import episode_create, episode_world
 from world_app.models import Episode
 from world_app.tool_examples import example_arguments
@@ -56,6 +57,16 @@ def test_all_23_keep_openais_strict_rules():
     assert specs["type"] == ["array", "null"]
     assert specs["items"]["required"] == ["name", "value"] and specs["items"]["additionalProperties"] is False
     assert '[{"name": "socket", "value": "AM5"}]' in specs["description"]
+
+
+def test_the_strict_rendering_is_a_rendering_of_the_agent_contract():
+    contract = agent_contract()
+    strict = contract.tool_list("openai-strict")
+    assert strict == tool_schemas("openai-strict")
+    # The same tools, in the same order, with the same descriptions: only the schema's form differs.
+    assert [(t["function"]["name"], t["function"]["description"]) for t in strict] == [
+        (t["function"]["name"], t["function"]["description"]) for t in contract.tools
+    ]
 
 
 def test_optionals_are_nullable_and_required_ones_are_not():
