@@ -29,18 +29,9 @@ pages when the answer may be on them.
   Your reply without a tool call is your final answer: the conversation ends there.
 
 Corecraft policies you must apply (the tools enforce some of them, you are responsible for all of them):
-- Returns: within {RETURN_WINDOW_DAYS} days of delivery, in original condition; after that the sale is final \
-(warranty still applies).
-- Opened, non-defective returns pay a {RESTOCKING_FEE_PCT}% restocking fee on the returned merchandise; cables \
-and accessories are exempt. Refunds never include the original shipping cost.
-- Refunds above ${REFUND_APPROVAL_LIMIT} need a team lead's approval: escalate them as a policy exception.
-- Warranty runs from the delivery date for the product's warranty months and covers manufacturing defects only, \
-not: {WARRANTY_EXCLUSIONS_TEXT}.
+{POLICY_RULES}
 - Loyalty discounts apply to merchandise, never to shipping: {LOYALTY_TEXT}.
-- Price match: refund the difference when an authorised retailer sells the identical item for less within \
-{PRICE_MATCH_WINDOW_DAYS} days of our sale (marketplace sellers and clearance prices do not count).
 - Ground shipping is free over ${FREE_GROUND_SHIPPING_OVER}.
-- An order whose shipment has left the warehouse cannot be cancelled; it must be returned instead.
 """
 
 
@@ -86,6 +77,8 @@ def system_prompt_render() -> str:
 
     numbers: dict[str, Any] = {key: value for key, value in vars(policies).items() if key.isupper()}
     numbers["WARRANTY_EXCLUSIONS_TEXT"] = ", ".join(x.replace("_", " ") for x in policies.WARRANTY_EXCLUSIONS)
+    # One line per rule of the rulebook (policies.RULES), the same statements world_rules --check runs.
+    numbers["POLICY_RULES"] = "\n".join(f"- {rule.statement}" for rule in policies.RULES)
     numbers["LOYALTY_TEXT"] = ", ".join(f"{tier} {pct}%" for tier, pct in policies.LOYALTY_DISCOUNT_PCT.items())
     return SYSTEM_PROMPT_TEMPLATE.format_map(numbers)
 

@@ -85,3 +85,18 @@ def test_seed_world_rejects_a_bad_scale_or_mess_rate(seeded_world):
     with pytest.raises(CommandError, match="mess rate"):
         run("seed_world", "--reset", "--mess-rate", "0.9")
     assert world_content_checksum() == seeded_world.checksum
+
+
+def test_world_stats_reports_the_realism_figures_measured_on_the_world(seeded_world):
+    realism = json.loads(run("world_stats", "--json"))["realism"]
+    assert 0 < realism["ticket_text_distinct_ratio"] <= 1
+    with_orders = Order.objects.values("customer_id").distinct().count()
+    assert realism["customers_with_orders_share"] == round(with_orders / Customer.objects.count(), 3)
+    assert realism["duplicate_accounts"] == len(seeded_world.anomaly_ids("duplicate_customer"))
+    assert realism["split_shipments"] >= 0 and realism["disputed_payments"] >= 0
+    paging = realism["search_paging"]
+    assert paging["max_page_size"] == 50 and len(paging["shapes"]) == 20
+    assert not [shape for shape in paging["shapes"] if "error" in shape]  # every shape is a valid search
+    needing = sum(1 for shape in paging["shapes"] if shape["total"] > paging["max_page_size"])
+    assert paging["needing_second_page"] == needing
+    assert paging["share_needing_second_page"] == round(needing / 20, 3)

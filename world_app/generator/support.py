@@ -18,6 +18,7 @@ from world_app.generator.mess import MessPlan
 from world_app.generator.people import CustomerFacts, EmployeeFacts, People
 from world_app.generator.sink import RowSink
 from world_app.generator.timeline import Timeline, cents
+from world_app.generator.voice import customer_voice, staff_voice, system_voice
 from world_app.models import Escalation, Resolution, SupportTicket, TicketMessage, WarrantyClaim
 from world_app.policies import WARRANTY_EXCLUSIONS
 
@@ -1098,7 +1099,7 @@ def _write(tickets: list[TicketDraft], *, sink: RowSink) -> None:
                     ticket_id=ticket.id,
                     author_kind=message.author,
                     employee_id=message.employee.id if message.employee else None,
-                    body=message.body,
+                    body=_in_voice(message, ticket, key=f"{ticket.id}:{message_number}"),
                     sent_at=message.sent_at,
                     is_internal=message.internal,
                 )
@@ -1173,3 +1174,17 @@ def _scenarios(tickets: list[TicketDraft]) -> dict[str, list[str]]:
         "open_build_tickets": [t.id for t in tickets if t.build and t.status in ("new", "open", "escalated")][:cap],
         "escalated_tickets": [t.id for t in tickets if t.status == "escalated"][:cap],
     }
+
+
+def _in_voice(message, ticket: TicketDraft, *, key: str) -> str:
+    """The message's words in its writer's voice (``voice.py``: its own random stream, so nothing else moves)."""
+    customer = ticket.customer
+    if message.author == "customer":
+        return customer_voice(message.body, key=key, first_name=customer.first_name, last_name=customer.last_name)
+    if message.author == "employee" and message.employee and not message.internal:
+        return staff_voice(
+            message.body, key=key, customer_first=customer.first_name, staff_first=message.employee.first_name
+        )
+    if message.author == "system":
+        return system_voice(message.body, sent_at=message.sent_at)
+    return message.body

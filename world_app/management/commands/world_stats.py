@@ -1,4 +1,5 @@
-"""Counts per entity type and the content checksum of the live world: ``manage.py world_stats --json``."""
+"""Counts per entity type, the content checksum and the realism figures of the live world:
+``manage.py world_stats --json``."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 from django.core.management.base import BaseCommand
 
 from world_app.checksum import world_content_checksum
+from world_app.realism import world_realism
 from world_app.selectors import world_child_counts, world_counts
 
 
@@ -23,6 +25,7 @@ class Command(BaseCommand):
             "total": sum(counts.values()),
             "child_counts": world_child_counts(),
             "checksum": world_content_checksum(),
+            "realism": world_realism(),
         }
         if options["json"]:
             self.stdout.write(json.dumps(stats, indent=2))
@@ -35,3 +38,13 @@ class Command(BaseCommand):
         for name, count in stats["child_counts"].items():
             self.stdout.write(f"{name:<{width}}  {count:>9,}")
         self.stdout.write(f"checksum  {stats['checksum']}")
+        realism = stats["realism"]
+        self.stdout.write("realism:")
+        for name, value in realism.items():
+            if name != "search_paging":
+                self.stdout.write(f"  {name:<28}  {value}")
+        paging = realism["search_paging"]
+        self.stdout.write(
+            f"  searches needing a second page at limit={paging['max_page_size']}: "
+            f"{paging['needing_second_page']} of {len(paging['shapes'])} ({paging['share_needing_second_page']})"
+        )
