@@ -176,7 +176,7 @@ class ReleaseRowData:
     split: str
     task_key: str
     task_type: str
-    difficulty: str
+    difficulty: str  # the author's expected difficulty
     family: str
     instruction: str
     snapshot_version: int | None
@@ -184,6 +184,7 @@ class ReleaseRowData:
     rubric: list[dict]
     metadata: dict
     raw: dict = field(repr=False)
+    calibrated_difficulty: str = "not_calibrated"
 
     @classmethod
     def from_api(cls, data: dict, *, release: str = "") -> ReleaseRowData:
@@ -193,7 +194,8 @@ class ReleaseRowData:
             split=data.get("split", ""),
             task_key=data.get("task_key", ""),
             task_type=data.get("task_type", ""),
-            difficulty=data.get("difficulty", ""),
+            difficulty=data.get("expected_difficulty") or data.get("difficulty", ""),
+            calibrated_difficulty=data.get("calibrated_difficulty") or "not_calibrated",
             family=data.get("family", ""),
             instruction=data.get("instruction", ""),
             snapshot_version=data.get("snapshot_version"),
@@ -291,11 +293,16 @@ class Reward:
     note: str
     verdicts: list[Verdict]
     status: str = "finished"
+    trajectory_hash: str = ""
+    # The reward options the server applied (rubric dropout: rate, seed, kept and dropped criterion keys).
+    reward_options: dict = field(default_factory=dict)
 
     @classmethod
     def from_api(cls, data: dict) -> Reward:
         return cls(
             status=data.get("status") or "finished",
+            trajectory_hash=data.get("trajectory_hash") or "",
+            reward_options=data.get("reward_options") or {},
             episode_id=str(data.get("episode_id", "")),
             reward=data.get("reward"),
             partial_reward=data.get("partial_reward"),
@@ -344,6 +351,30 @@ class ExportFile:
 # --- the client -----------------------------------------------------------------------------------------------
 
 
+def reward_options_from_env() -> dict:
+    """Reward options from ``CORECRAFT_RUBRIC_DROPOUT`` (a share, 0 = off) and ``CORECRAFT_DROPOUT_SEED``.
+
+    So a verl or TRL worker that builds its client from the environment passes the job's options through."""
+    raw = os.environ.get("CORECRAFT_RUBRIC_DROPOUT", "").strip()
+    if not raw:
+        return {}
+    try:
+        rate = float(raw)
+    except ValueError:
+        raise ValueError(f"CORECRAFT_RUBRIC_DROPOUT must be a number in [0, 0.95], not {raw!r}") from None
+    if not 0.0 <= rate <= 0.95:
+        raise ValueError(f"CORECRAFT_RUBRIC_DROPOUT must be in [0, 0.95], not {rate}")
+    if rate == 0:
+        return {}
+    options: dict[str, Any] = {"rubric_dropout": rate}
+    seed = os.environ.get("CORECRAFT_DROPOUT_SEED", "").strip()
+    if seed:
+        if not seed.isdigit():
+            raise ValueError(f"CORECRAFT_DROPOUT_SEED must be a non-negative integer, not {seed!r}")
+        options["seed"] = int(seed)
+    return options
+
+
 class CorecraftClient:
     """The Corecraft API for a training job. ``base_url`` is the server's root (``http://host:8000``)."""
 
@@ -356,6 +387,7 @@ class CorecraftClient:
         retries: int = 4,
         backoff: float = 0.5,
         max_backoff: float = 20.0,
+        reward_options: dict | None = None,
     ) -> None:
         base_url = base_url or os.environ.get("CORECRAFT_API_URL", "")
         if not base_url:
@@ -368,6 +400,8 @@ class CorecraftClient:
         self.retries = max(0, retries)
         self.backoff = backoff
         self.max_backoff = max_backoff
+        # Sent with every finish and batch unless a call gives its own: {"rubric_dropout": 0.3, "seed": 7}.
+        self.reward_options = reward_options if reward_options is not None else reward_options_from_env()
 
     @classmethod
     def from_env(cls, **kwargs: Any) -> CorecraftClient:
@@ -551,23 +585,41 @@ class CorecraftClient:
         data = self._json("POST", path, body={"arguments": {} if arguments is None else arguments}, unsafe=True)
         return ToolOutcome.from_api(data)
 
-    def finish(self, episode_id: str, *, final_answer: str, messages: list[dict] | None = None) -> Reward:
-        """Judge the episode with the final answer; safe to retry (the server returns the first judgement)."""
+    def finish(
+        self,
+        episode_id: str,
+        *,
+        final_answer: str,
+        messages: list[dict] | None = None,
+        reward_options: dict | None = None,
+    ) -> Reward:
+        """Judge the episode with the final answer; safe to retry (the server returns the first judgement).
+
+        ``reward_options`` (default: the client's): ``{"rubric_dropout": share, "seed": int}``, see the README.
+        """
         body: dict[str, Any] = {"final_answer": final_answer}
         if messages is not None:
             body["messages"] = messages
+        options = reward_options if reward_options is not None else self.reward_options
+        if options:
+            body["reward_options"] = options
         return Reward.from_api(self._json("POST", f"rollouts/episodes/{_segment(episode_id)}/finish/", body=body))
 
     def episode(self, episode_id: str) -> Reward:
         """An episode's status and, once finished, its judgement."""
         return Reward.from_api(self._json("GET", f"rollouts/episodes/{_segment(episode_id)}/"))
 
-    def batch_rewards(self, items: list[dict]) -> list[BatchResult]:
-        """Score a GRPO group in one call: ``items`` are ``{episode_id, final_answer, messages?}``.
+    def batch_rewards(self, items: list[dict], *, reward_options: dict | None = None) -> list[BatchResult]:
+        """Score a GRPO group in one call: ``items`` are ``{episode_id, final_answer, messages?, reward_options?}``.
 
         Results come back in order; a failed item has ``ok=False`` and its ``error``, the others their reward.
+        ``reward_options`` (default: the client's) apply to every item that does not carry its own.
         """
-        data = self._json("POST", "rewards/batch/", body={"items": items})
+        body: dict[str, Any] = {"items": items}
+        options = reward_options if reward_options is not None else self.reward_options
+        if options:
+            body["reward_options"] = options
+        data = self._json("POST", "rewards/batch/", body=body)
         return [BatchResult.from_api(item) for item in data["results"]]
 
 

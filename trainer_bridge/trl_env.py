@@ -138,6 +138,8 @@ class CorecraftEnvBase:
     client: ClassVar[CorecraftClient | None] = None
     on_pending: ClassVar[str] = "partial"
     observation: ClassVar[str] = "none"
+    # Training-time reward options for the finish call (None: the client's, from the environment by default).
+    reward_options: ClassVar[dict | None] = None
 
     def __init__(self) -> None:
         self._client = type(self).client or CorecraftClient.from_env()
@@ -187,7 +189,12 @@ class CorecraftEnvBase:
         if self._episode is None:
             raise RuntimeError("no episode: reset() was not called")
         if self._outcome is None:
-            self._outcome = self._client.finish(self._episode.episode_id, final_answer=final_answer, messages=messages)
+            self._outcome = self._client.finish(
+                self._episode.episode_id,
+                final_answer=final_answer,
+                messages=messages,
+                reward_options=type(self).reward_options,
+            )
         self._record(self._outcome)
         return self.reward
 
@@ -229,6 +236,7 @@ def corecraft_env_class(
     submit_answer: bool = False,
     on_pending: str = "partial",
     observation: str = "none",
+    reward_options: dict | None = None,
 ) -> type[CorecraftEnvBase]:
     """An environment class for ``environment_factory`` with one method per tool schema (OpenAI format).
 
@@ -242,6 +250,7 @@ def corecraft_env_class(
         "client": client,
         "on_pending": on_pending,
         "observation": observation,
+        "reward_options": reward_options,
         "__module__": __name__,
         "__doc__": CorecraftEnvBase.__doc__,
     }
@@ -298,7 +307,11 @@ def _column(kwargs: dict, key: str, index: int) -> Any:
 
 
 def make_corecraft_reward(
-    client: CorecraftClient | None = None, *, on_pending: str = "partial", send_messages: bool = True
+    client: CorecraftClient | None = None,
+    *,
+    on_pending: str = "partial",
+    send_messages: bool = True,
+    reward_options: dict | None = None,
 ) -> Callable[..., list[float | None]]:
     """A reward function for ``GRPOTrainer(reward_funcs=...)`` that scores through our API.
 
@@ -306,7 +319,7 @@ def make_corecraft_reward(
     completion's final answer; without, it opens an episode per completion from the ``release`` / ``row_id``
     columns (a rollout without tools) and finishes it. Either way the whole batch is scored in one
     ``/api/v1/rewards/batch/`` call. A failed item scores None (TRL then ignores that reward for that sample) and
-    is logged.
+    is logged. ``reward_options`` (e.g. ``{"rubric_dropout": 0.3, "seed": 7}``; default the client's) go with it.
     """
 
     def corecraft_reward(prompts: list, completions: list, **kwargs: Any) -> list[float | None]:
@@ -332,7 +345,7 @@ def make_corecraft_reward(
                 item["messages"] = _jsonable(list(prompt) + list(completion))
             episode_ids.append(episode_id)
             items.append(item)
-        results = api.batch_rewards(items)
+        results = api.batch_rewards(items, reward_options=reward_options)
         rewards: list[float | None] = []
         for index, result in enumerate(results):
             if not result.ok or result.reward is None:

@@ -100,6 +100,7 @@ class EpisodeDriver:
     release: str
     row_id: int
     on_pending: str = "partial"
+    reward_options: dict | None = None  # None: the client's (CORECRAFT_RUBRIC_DROPOUT / _SEED by default)
     episode: EpisodeOpened | None = None
     outcome: Reward | None = None
     tool_calls: int = 0
@@ -128,7 +129,9 @@ class EpisodeDriver:
     def finish(self, final_answer: str, messages: list[dict] | None = None) -> Reward:
         if self.episode is None:
             raise RuntimeError("open() the episode first")
-        self.outcome = self.client.finish(self.episode.episode_id, final_answer=final_answer, messages=messages)
+        self.outcome = self.client.finish(
+            self.episode.episode_id, final_answer=final_answer, messages=messages, reward_options=self.reward_options
+        )
         return self.outcome
 
     def reward_value(self) -> float | None:

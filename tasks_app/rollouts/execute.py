@@ -13,6 +13,7 @@ from tasks_app.models import ModelEndpoint, Rollout, RolloutPolicy, RolloutStatu
 from tasks_app.rollouts.agent import STOP_ENDPOINT_ERROR, AgentLimits, AgentRun, agent_loop, request_sampling
 from tasks_app.rollouts.policies import perturbation_for, replay_solution
 from world_app.contract import agent_contract
+from world_app.models import WorldSnapshot
 
 logger = logging.getLogger(__name__)
 
@@ -59,12 +60,19 @@ def rollout_create(
     )
 
 
+def version_snapshot_number(version: TaskVersion) -> int:
+    """The version number of the version's snapshot, without loading its image when it is not loaded yet."""
+    if "snapshot" in version._state.fields_cache:
+        return version.snapshot.version
+    return WorldSnapshot.objects.filter(pk=version.snapshot_id).values_list("version", flat=True).get()
+
+
 def rollout_trajectory(rollout: Rollout) -> Trajectory:
     """The rollout's trajectory as the judgement reads it (its stored calls, answer and closed episode)."""
     version = rollout.version
     return Trajectory.of(
         instruction=version.instruction,
-        snapshot_version=version.snapshot.version,
+        snapshot_version=version_snapshot_number(version),
         tool_calls=rollout.tool_calls or [],
         final_answer=rollout.final_answer,
         episode=rollout.episode_id,
@@ -107,7 +115,7 @@ def rollout_execute(*, rollout: Rollout, judge: bool = True, judge_config=None, 
             # Programmatic verdicts now, from the open episode (llm ones pending): the judge below reuses them.
             trajectory = Trajectory.of(
                 instruction=version.instruction,
-                snapshot_version=version.snapshot.version,
+                snapshot_version=version_snapshot_number(version),
                 tool_calls=_storable(run.tool_calls),
                 final_answer=run.final_answer.replace("\x00", ""),
                 episode=episode,
