@@ -293,10 +293,10 @@ class CalibrationItemAdmin(ReadOnlyAdmin):
 @admin.register(TaskCalibration)
 class TaskCalibrationAdmin(ReadOnlyAdmin):
     list_display = (
-        "version", "judge_config", "n_rollouts", "pass_at_1", "reward_mean", "reward_std", "difficulty_label",
+        "version", "judge_config", "n_rollouts", "pass_at_1", "reward_mean", "reward_std", "calibrated_difficulty",
         "flag_list", "updated_at",
     )  # fmt: skip
-    list_filter = ("difficulty_label", "judge_config")
+    list_filter = ("calibrated_difficulty", "judge_config")
     search_fields = ("version__task__title",)
     list_select_related = ("version__task", "judge_config")
 

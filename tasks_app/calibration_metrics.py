@@ -5,13 +5,17 @@ rollouts into one ``TaskCalibration`` row per task version.
 
 Which rollouts count for what:
 - the *model* population (policy ``model``, every endpoint pooled; per policy in ``per_policy``) gives pass@k,
-  pass^k, reward mean/std, per-criterion pass rates and the difficulty. A task calibrated with the reference
-  policy only (``calibrate --policy reference``) uses its reference rollouts instead, so the row is not empty,
-  but its difficulty is then only "can it be solved at all".
+  pass^k, reward mean/std, per-criterion pass rates and the calibrated difficulty. A task calibrated with the
+  reference policy only (``calibrate --policy reference``) uses its reference rollouts for the figures, so the
+  row is not empty, but its calibrated difficulty is ``not_calibrated``: reference, perturbed and red-team runs
+  are not model rollouts, and say nothing about how hard the task is for a model.
 - ``reference`` rollouts decide ``reference_fails``; ``perturbed_reference`` rollouts decide ``perturbed_passes``.
 
-Difficulty from the population's pass rate p (the mean of passed): ``easy`` p >= 0.8, ``medium`` 0.4 <= p < 0.8,
-``hard`` 0 < p < 0.4, ``unsolved`` p == 0.
+Calibrated difficulty from the model rollouts' pass rate p (the mean of passed): ``easy`` p >= 0.8, ``medium``
+0.4 <= p < 0.8, ``hard`` 0 < p < 0.4, ``unsolved`` p == 0, and ``not_calibrated`` without model rollouts. Its
+provenance (the model policies, how many rollouts, the agent contract versions; the judge configuration is the
+row's) is kept beside it. The author's ``expected_difficulty`` (the task's ``difficulty`` field, what split
+strata use) is another thing and is never overwritten by it.
 """
 
 from __future__ import annotations
@@ -35,7 +39,8 @@ FLAG_NO_REWARD_VARIANCE = "no_reward_variance"
 FLAG_PERTURBED_PASSES = "perturbed_passes"
 FLAG_JUDGE_UNSTABLE = "judge_unstable"
 FLAGS = (FLAG_REFERENCE_FAILS, FLAG_NO_REWARD_VARIANCE, FLAG_PERTURBED_PASSES, FLAG_JUDGE_UNSTABLE)
-DIFFICULTIES = ("easy", "medium", "hard", "unsolved")
+NOT_CALIBRATED = "not_calibrated"
+DIFFICULTIES = ("easy", "medium", "hard", "unsolved", NOT_CALIBRATED)
 
 
 def _check(n: int, c: int, k: int) -> None:
@@ -106,9 +111,12 @@ def judge_self_agreement(verdict_lists: Iterable[Sequence[dict]]) -> float | Non
     return fmean(values) if values else None
 
 
-def difficulty_label(pass_rate: float | None) -> str:
-    """easy >= 0.8 > medium >= 0.4 > hard > 0 = unsolved (no rollouts counts as unsolved)."""
-    if pass_rate is None or pass_rate <= 0:
+def calibrated_difficulty(pass_rate: float | None) -> str:
+    """easy >= 0.8 > medium >= 0.4 > hard > 0 = unsolved, of the model rollouts' pass rate; ``not_calibrated``
+    when there is none (no model rollout was judged)."""
+    if pass_rate is None:
+        return NOT_CALIBRATED
+    if pass_rate <= 0:
         return "unsolved"
     if pass_rate >= EASY_MIN_PASS_RATE:
         return "easy"
@@ -180,6 +188,15 @@ def perturbed_unnoticed(perturbed: Any, reference: Sequence[Any]) -> bool | None
     return all(after.get(key, status) == status for key, status in before.items())
 
 
+def difficulty_provenance(model_rollouts: Sequence[Any]) -> dict:
+    """Where a calibrated difficulty comes from: the model policies, the rollouts counted, the contract versions."""
+    return {
+        "policies": sorted({r.policy_label or r.policy for r in model_rollouts}),
+        "model_rollouts": len(model_rollouts),
+        "contract_versions": sorted({getattr(r, "contract_version", "") or "" for r in model_rollouts} - {""}),
+    }
+
+
 def version_calibration(rollouts: Sequence[Any]) -> dict:
     """A task version's calibration figures from its finished rollouts (objects with ``policy``,
     ``policy_label``, ``passed``, ``reward``, ``verdicts``): the fields of a ``TaskCalibration`` row."""
@@ -204,7 +221,8 @@ def version_calibration(rollouts: Sequence[Any]) -> dict:
         "reward_std": summary["reward_std"],
         "criterion_pass_rates": criterion_pass_rates(r.verdicts or [] for r in population),
         "judge_agreement": agreement,
-        "difficulty_label": difficulty_label(summary["pass_rate"]),
+        "calibrated_difficulty": calibrated_difficulty(population_summary(model)["pass_rate"] if model else None),
+        "difficulty_provenance": difficulty_provenance(model),
         "flags": calibration_flags(
             reference_passed=[r.passed for r in reference],
             model_rewards=[r.reward for r in model if r.reward is not None],
@@ -230,13 +248,16 @@ def task_calibration_update(*, run) -> list:
     )
     rollouts: dict[int, list] = defaultdict(list)
     for rollout in Rollout.objects.filter(run=run, status=RolloutStatus.FINISHED).only(
-        "version_id", "policy", "policy_label", "passed", "reward", "verdicts"
+        "version_id", "policy", "policy_label", "passed", "reward", "verdicts", "contract_version"
     ):
         rollouts[rollout.version_id].append(rollout)
     updated = []
+    config = run.judge_config
+    judge = {"name": config.name, "config_hash": config.config_hash} if config is not None else None
     with transaction.atomic():
         for version_id in version_ids:
             fields = version_calibration(rollouts.get(version_id, []))
+            fields["difficulty_provenance"]["judge_config"] = judge
             row, _ = TaskCalibration.objects.update_or_create(
                 version_id=version_id, judge_config=run.judge_config, defaults={"run": run, **fields}
             )

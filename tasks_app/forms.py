@@ -31,7 +31,7 @@ class TaskFilterForm(forms.Form):
     q = forms.CharField(required=False, label="Search", max_length=200)
     status = forms.ChoiceField(required=False, choices=[("", "Any status"), *TaskStatus.choices])
     task_type = forms.ChoiceField(required=False, label="Type", choices=[("", "Any type"), *TaskType.choices])
-    difficulty = forms.ChoiceField(required=False, choices=[("", "Any difficulty"), *Difficulty.choices])
+    difficulty = forms.ChoiceField(required=False, choices=[("", "Any expected difficulty"), *Difficulty.choices])
     family = forms.CharField(required=False, max_length=100)
     author = forms.ModelChoiceField(
         required=False, queryset=task_authors(), empty_label="Anyone", to_field_name="username"

@@ -43,7 +43,11 @@ class Task(models.Model):
 
     title = models.CharField(max_length=200)
     task_type = models.CharField(max_length=32, choices=TaskType.choices, db_index=True)
-    difficulty = models.CharField(max_length=16, choices=Difficulty.choices, db_index=True)
+    # The author's expected difficulty (what split strata use); the calibrated one is on TaskCalibration.
+    difficulty = models.CharField(
+        "expected difficulty", max_length=16, choices=Difficulty.choices, db_index=True,
+        help_text="The author's expectation; the calibrated difficulty comes from model rollouts.",
+    )  # fmt: skip
     family = models.CharField(max_length=100, blank=True, db_index=True)
     tags = models.JSONField(default=list, blank=True)
     status = models.CharField(max_length=20, choices=TaskStatus.choices, default=TaskStatus.DRAFT, db_index=True)
@@ -79,7 +83,7 @@ class TaskVersion(models.Model):
     number = models.PositiveIntegerField()
     title = models.CharField(max_length=200)
     task_type = models.CharField(max_length=32, choices=TaskType.choices)
-    difficulty = models.CharField(max_length=16, choices=Difficulty.choices)
+    difficulty = models.CharField("expected difficulty", max_length=16, choices=Difficulty.choices)
     family = models.CharField(max_length=100, blank=True)
     tags = models.JSONField(default=list, blank=True)
     instruction = models.TextField(help_text="What the agent receives: a customer's message, a ticket, a request.")
@@ -341,10 +345,13 @@ class CalibrationItem(models.Model):
 
 
 class DifficultyLabel(models.TextChoices):
+    """The calibrated difficulty: from model rollouts only, else not calibrated."""
+
     EASY = "easy"
     MEDIUM = "medium"
     HARD = "hard"
     UNSOLVED = "unsolved"
+    NOT_CALIBRATED = "not_calibrated", "Not calibrated"
 
 
 class CalibrationFlag(models.TextChoices):
@@ -372,7 +379,14 @@ class TaskCalibration(models.Model):
     reward_std = models.FloatField(null=True, blank=True)
     criterion_pass_rates = models.JSONField(default=dict, blank=True, help_text="{criterion_key: rate}")
     judge_agreement = models.FloatField(null=True, blank=True)
-    difficulty_label = models.CharField(max_length=10, choices=DifficultyLabel.choices, blank=True, db_index=True)
+    # From model rollouts only (never from reference, perturbed or red-team runs); the author's expected
+    # difficulty is the task's ``difficulty``, a different thing.
+    calibrated_difficulty = models.CharField(
+        max_length=16, choices=DifficultyLabel.choices, default=DifficultyLabel.NOT_CALIBRATED, db_index=True
+    )
+    difficulty_provenance = models.JSONField(
+        default=dict, blank=True, help_text="{policies, model_rollouts, contract_versions, judge_config}"
+    )
     flags = models.JSONField(default=list, blank=True, help_text="CalibrationFlag values")
     per_policy = models.JSONField(default=dict, blank=True)
     updated_at = models.DateTimeField(auto_now=True)

@@ -117,7 +117,7 @@ class ReleaseRow(models.Model):
     version = models.ForeignKey("tasks_app.TaskVersion", on_delete=models.PROTECT, related_name="release_rows")
     task_key = models.CharField(max_length=200)
     task_type = models.CharField(max_length=32)
-    difficulty = models.CharField(max_length=16)
+    difficulty = models.CharField("expected difficulty", max_length=16, help_text="The author's, as frozen.")
     family = models.CharField(max_length=100, blank=True)
     # instruction, rubric (criteria), snapshot_version, tools (names), metadata: a copy, never a reference.
     content = models.JSONField()

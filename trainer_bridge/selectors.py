@@ -65,6 +65,13 @@ def release_tools_by_name(release: Release) -> dict[str, dict]:
     return {schema["function"]["name"]: schema for schema in release.tools or []}
 
 
+def row_calibrated_difficulty(content: dict) -> str:
+    """The calibrated difficulty frozen with the row; ``not_calibrated`` without a calibration from model rollouts
+    (rows frozen before the two were named apart carried ``difficulty_label``, from any policy: not trusted)."""
+    calibration = (content.get("metadata") or {}).get("calibration") or {}
+    return calibration.get("calibrated_difficulty") or "not_calibrated"
+
+
 def release_row_payload(row: ReleaseRow, *, release: Release | None = None, tools_by_name: dict | None = None) -> dict:
     """The API's row: the frozen content with the release's tool schemas filled in."""
     release = release or row.release
@@ -79,6 +86,8 @@ def release_row_payload(row: ReleaseRow, *, release: Release | None = None, tool
         "position": row.position,
         "task_type": row.task_type,
         "difficulty": row.difficulty,
+        "expected_difficulty": row.difficulty,
+        "calibrated_difficulty": row_calibrated_difficulty(content),
         "family": row.family,
         "instruction": content["instruction"],
         "snapshot_version": content["snapshot_version"],

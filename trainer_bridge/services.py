@@ -150,7 +150,16 @@ def _calibration_metadata(version_ids: list[int]) -> dict[int, dict]:
     rows = (
         TaskCalibration.objects.filter(version_id__in=version_ids)
         .order_by("version_id", "judge_config_id", "-updated_at")
-        .values("version_id", "n_rollouts", "pass_at_1", "reward_mean", "reward_std", "difficulty_label", "flags")
+        .values(
+            "version_id",
+            "n_rollouts",
+            "pass_at_1",
+            "reward_mean",
+            "reward_std",
+            "calibrated_difficulty",
+            "difficulty_provenance",
+            "flags",
+        )
     )
     for row in rows:
         found.setdefault(row.pop("version_id"), row)

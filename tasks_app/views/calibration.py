@@ -455,10 +455,10 @@ def runs(request: HttpRequest) -> HttpResponse:
     # One label per calibrated task: its current version's most recent calibration (any judge configuration).
     labels = list(
         TaskCalibration.objects.filter(version__task__current_version=F("version"))
-        .exclude(difficulty_label="")
+        .exclude(calibrated_difficulty="")
         .order_by("version_id", "-updated_at")
         .distinct("version_id")
-        .values_list("difficulty_label", flat=True)
+        .values_list("calibrated_difficulty", flat=True)
     )
     context = {
         "page": page,
@@ -635,7 +635,8 @@ def _run_results(run: CalibrationRun) -> dict:
         ),
         "policy_chart": bar_chart(policy_rows, title="Pass rate per policy / model"),
         "difficulty_chart": difficulty_histogram(
-            [c.difficulty_label for c in calibrations.values() if c.difficulty_label], title="Difficulty of these tasks"
+            [c.calibrated_difficulty for c in calibrations.values() if c.calibrated_difficulty],
+            title="Difficulty of these tasks",
         ),
     }
 

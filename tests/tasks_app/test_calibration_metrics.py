@@ -8,9 +8,9 @@ from types import SimpleNamespace
 import pytest
 
 from tasks_app.calibration_metrics import (
+    calibrated_difficulty,
     calibration_flags,
     criterion_pass_rates,
-    difficulty_label,
     judge_self_agreement,
     k_values,
     pass_at_k,
@@ -83,7 +83,7 @@ def test_judge_self_agreement_only_counts_multi_sample_llm_verdicts():
 @pytest.mark.parametrize(
     ("rate", "label"),
     [
-        (None, "unsolved"),
+        (None, "not_calibrated"),
         (0.0, "unsolved"),
         (0.1, "hard"),
         (0.39, "hard"),
@@ -94,7 +94,14 @@ def test_judge_self_agreement_only_counts_multi_sample_llm_verdicts():
     ],
 )
 def test_difficulty_thresholds(rate, label):
-    assert difficulty_label(rate) == label
+    assert calibrated_difficulty(rate) == label
+
+
+def test_without_model_rollouts_the_difficulty_is_not_calibrated_never_easy_or_unsolved():
+    assert calibrated_difficulty(None) == "not_calibrated"
+    for policy in ("reference", "perturbed_reference"):
+        assert version_calibration([rollout(policy, True, 1.0)])["calibrated_difficulty"] == "not_calibrated"
+        assert version_calibration([rollout(policy, False, 0.0)])["calibrated_difficulty"] == "not_calibrated"
 
 
 def test_flags_each_raised_by_its_cause_only():
@@ -117,8 +124,9 @@ def test_flags_each_raised_by_its_cause_only():
 
 def rollout(policy: str, passed, reward, label: str | None = None, verdicts=None):
     return SimpleNamespace(
-        policy=policy, policy_label=label or policy, passed=passed, reward=reward, verdicts=verdicts or []
-    )
+        policy=policy, policy_label=label or policy, passed=passed, reward=reward, verdicts=verdicts or [],
+        contract_version="c1",
+    )  # fmt: skip
 
 
 def test_version_calibration_uses_model_rollouts_and_splits_per_policy():
@@ -138,7 +146,12 @@ def test_version_calibration_uses_model_rollouts_and_splits_per_policy():
     assert figures["pass_at_k"]["4"] == 1.0 and figures["pass_hat_k"]["2"] == pytest.approx(1 / 6)
     assert figures["reward_mean"] == pytest.approx(0.625)
     assert figures["criterion_pass_rates"] == {"k1": 0.5}
-    assert figures["difficulty_label"] == "medium"
+    assert figures["calibrated_difficulty"] == "medium"
+    assert figures["difficulty_provenance"] == {
+        "policies": ["model:a", "model:b"],
+        "model_rollouts": 4,
+        "contract_versions": ["c1"],
+    }
     assert figures["flags"] == ["perturbed_passes"]
     assert set(figures["per_policy"]) == {"model:a", "model:b", "reference", "perturbed_reference:drop_write[0]"}
     assert figures["per_policy"]["model:a"]["passes"] == 1 and figures["per_policy"]["model:a"]["n"] == 2
@@ -146,10 +159,11 @@ def test_version_calibration_uses_model_rollouts_and_splits_per_policy():
 
 def test_version_calibration_with_reference_only_and_no_rollouts():
     figures = version_calibration([rollout("reference", False, 0.25)])
-    assert figures["pass_at_1"] == 0.0 and figures["difficulty_label"] == "unsolved"
+    assert figures["pass_at_1"] == 0.0 and figures["calibrated_difficulty"] == "not_calibrated"
     assert figures["flags"] == ["reference_fails"]
     empty = version_calibration([])
-    assert empty["n_rollouts"] == 0 and empty["pass_at_1"] is None and empty["difficulty_label"] == "unsolved"
+    assert empty["n_rollouts"] == 0 and empty["pass_at_1"] is None
+    assert empty["calibrated_difficulty"] == "not_calibrated"
 
 
 def test_a_perturbed_copy_that_passes_but_loses_a_criterion_was_noticed():

@@ -118,7 +118,11 @@ class RowOutputSerializer(serializers.Serializer):
     split = serializers.CharField()
     position = serializers.IntegerField()
     task_type = serializers.CharField()
-    difficulty = serializers.CharField()
+    difficulty = serializers.CharField(help_text="The author's expected difficulty (same as expected_difficulty).")
+    expected_difficulty = serializers.CharField(help_text="The author's expected difficulty (split strata use it).")
+    calibrated_difficulty = serializers.CharField(
+        help_text="From model rollouts, as frozen (provenance in metadata.calibration); not_calibrated without."
+    )
     family = serializers.CharField()
     instruction = serializers.CharField()
     snapshot_version = serializers.IntegerField()

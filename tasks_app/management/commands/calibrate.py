@@ -151,7 +151,13 @@ def calibration_summary(run: CalibrationRun) -> dict[str, Any]:
     for rollout in rollouts:
         version = rollout.version
         by_version.setdefault(
-            version.pk, {"task_id": version.task_id, "version_id": version.pk, "title": version.title}
+            version.pk,
+            {
+                "task_id": version.task_id,
+                "version_id": version.pk,
+                "title": version.title,
+                "expected_difficulty": version.difficulty,
+            },
         )
         labels[version.pk][rollout.policy_label].append(rollout)
     calibrations = {
@@ -167,7 +173,8 @@ def calibration_summary(run: CalibrationRun) -> dict[str, Any]:
                 "pass_at_1": calibration.pass_at_1,
                 "reward_mean": calibration.reward_mean,
                 "reward_std": calibration.reward_std,
-                "difficulty": calibration.difficulty_label,
+                "calibrated_difficulty": calibration.calibrated_difficulty,
+                "difficulty_provenance": calibration.difficulty_provenance,
                 "flags": calibration.flags,
             })  # fmt: skip
         tasks.append(entry)
