@@ -23,8 +23,10 @@ from django.db import IntegrityError, transaction
 
 from corecraft_site.canonical import canonical_sha256
 from corecraft_site.llm import ChatClient, EndpointError, RetryPolicy
+from corecraft_site.llm.sampling import sampling_kwargs
 from rubrics_app.models import JudgeConfig, Verdict, VerdictStatus
 from rubrics_app.programmatic import MET, NOT_MET
+from world_app.contract import LIMIT_KEYS
 
 JUDGE_PROMPT_V1 = """\
 You are a strict, fair grader of transcripts of a customer-support agent working for Corecraft Computers, \
@@ -210,10 +212,8 @@ def endpoint_client(endpoint) -> ChatClient:
 
 
 def _sampling(judge_config: JudgeConfig, sample: int) -> dict:
-    from tasks_app.rollouts.agent import request_sampling
-
     # The endpoint's sampling as the rollouts send it (agent limits dropped, server extras in extra_body).
-    sampling = request_sampling({k: v for k, v in (judge_config.endpoint.sampling or {}).items() if k != "tools"})
+    sampling = sampling_kwargs(judge_config.endpoint.sampling or {}, drop=(*LIMIT_KEYS, "tools"))
     sampling["temperature"] = judge_config.temperature
     if isinstance(sampling.get("seed"), int):
         sampling["seed"] += sample  # distinct samples, still reproducible

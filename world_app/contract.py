@@ -35,6 +35,10 @@ Corecraft policies you must apply (the tools enforce some of them, you are respo
 """
 
 
+# Keys of an endpoint's ``sampling`` that set the limits instead of being sent to the model.
+LIMIT_KEYS = ("max_turns", "max_total_tokens", "max_wall_s")
+
+
 @dataclass(frozen=True)
 class ContractLimits:
     """When an agent's episode ends without a final answer."""

@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from corecraft_site.llm import ChatClient, EndpointError
+from corecraft_site.llm.sampling import sampling_kwargs
 from world_app import contract
 
 # The prompt, tools and limits are the agent contract (world_app.contract), the same for every consumer.
@@ -50,33 +51,16 @@ class AgentLimits:
     max_wall_s: float = _LIMITS.max_wall_s
 
     # Keys of an endpoint's ``sampling`` that set these limits instead of being sent to the model.
-    KEYS = ("max_turns", "max_total_tokens", "max_wall_s")
+    KEYS = contract.LIMIT_KEYS
 
     @classmethod
     def from_sampling(cls, sampling: Mapping[str, Any]) -> AgentLimits:
         return cls(**{key: sampling[key] for key in cls.KEYS if sampling.get(key) is not None})
 
 
-# Chat completion parameters the OpenAI SDK takes by name; any other sampling key (top_k, min_p,
-# repetition_penalty... understood by vLLM and SGLang) travels in ``extra_body``.
-SDK_SAMPLING_KEYS = frozenset({
-    "temperature", "top_p", "max_tokens", "max_completion_tokens", "seed", "stop", "presence_penalty",
-    "frequency_penalty", "logit_bias", "logprobs", "top_logprobs", "tool_choice", "parallel_tool_calls",
-    "reasoning_effort", "user", "extra_body",
-})  # fmt: skip
-
-
 def request_sampling(sampling: Mapping[str, Any]) -> dict[str, Any]:
     """An endpoint's ``sampling`` as ChatClient keyword arguments (limits removed, extras in ``extra_body``)."""
-    known: dict[str, Any] = {}
-    extra: dict[str, Any] = {}
-    for key, value in sampling.items():
-        if key in AgentLimits.KEYS:
-            continue
-        (known if key in SDK_SAMPLING_KEYS else extra)[key] = value
-    if extra:
-        known["extra_body"] = {**known.get("extra_body", {}), **extra}
-    return known
+    return sampling_kwargs(sampling, drop=AgentLimits.KEYS)
 
 
 STOP_FINAL_ANSWER = "final_answer"
