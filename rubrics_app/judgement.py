@@ -398,7 +398,7 @@ def _programmatic(criteria: list[RubricCriterion], *, trajectory: Trajectory, di
             [
                 Verdict(
                     trajectory_hash=digest,
-                    criterion_key=uuid.UUID(c.key),
+                    criterion_key=_key_uuid(c.key),
                     criterion_hash=c.content_hash,
                     judge_config=None,
                     met=v["met"],
@@ -418,6 +418,14 @@ def _programmatic(criteria: list[RubricCriterion], *, trajectory: Trajectory, di
         else _verdict_dict(c, status=ERROR, rationale="the criterion could not be evaluated")
         for i, c in programmatic
     }
+
+
+def _key_uuid(key: str) -> uuid.UUID:
+    """The criterion key as the Verdict row stores it (a key that is no UUID gets a stable one from its text)."""
+    try:
+        return uuid.UUID(str(key))
+    except ValueError:
+        return uuid.uuid5(uuid.NAMESPACE_URL, f"corecraft-criterion:{key}")
 
 
 def _cached(digest: str, hashes: set[str]) -> dict[str, Verdict]:
