@@ -19,13 +19,14 @@ judge (``rubrics_app.judge``) when a judge configuration is given, else they sta
 
 from __future__ import annotations
 
+import json
 import random
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from corecraft_site.canonical import canonical_sha256
+from corecraft_site.canonical import canonical_json, canonical_sha256
 from corecraft_site.llm import ChatClient
 from rubrics_app.criteria import criterion_content_hash
 from rubrics_app.judge import endpoint_client, judge_llm_criterion
@@ -386,6 +387,7 @@ def _programmatic(criteria: list[RubricCriterion], *, trajectory: Trajectory, di
             else _verdict_dict(c, status=ERROR, rationale=NO_EPISODE)
             for i, c in programmatic
         }
+    found = {c.content_hash: _row_dict(c, rows[c.content_hash]) for _, c in programmatic if c.content_hash in rows}
     if missing:
         unique = list({c.content_hash: c for _, c in missing}.values())
         evaluated = criteria_evaluate(
@@ -394,7 +396,10 @@ def _programmatic(criteria: list[RubricCriterion], *, trajectory: Trajectory, di
             final_answer=trajectory.final_answer,
             tool_calls=trajectory.tool_call_dicts(),
         )
-        Verdict.objects.bulk_create(
+        decided = [(c, v) for c, v in zip(unique, evaluated, strict=True) if v["status"] in (MET, NOT_MET)]
+        # One upsert that returns the rows' ids: a row another worker stored meanwhile is rewritten with the same
+        # verdict (programmatic verdicts of one trajectory are deterministic), so every path reads the same ids.
+        stored = Verdict.objects.bulk_create(
             [
                 Verdict(
                     trajectory_hash=digest,
@@ -404,20 +409,28 @@ def _programmatic(criteria: list[RubricCriterion], *, trajectory: Trajectory, di
                     met=v["met"],
                     status=v["status"],
                     rationale=v["rationale"],
-                    evidence=v["evidence"] if v["evidence"] is not None else [],
+                    evidence=_as_json(v["evidence"]) if v["evidence"] is not None else [],
                 )
-                for c, v in zip(unique, evaluated, strict=True)
-                if v["status"] in (MET, NOT_MET)
+                for c, v in decided
             ],
-            ignore_conflicts=True,  # another worker stored the same verdicts meanwhile: theirs are as good
+            update_conflicts=True,
+            unique_fields=["trajectory_hash", "criterion_hash", "judge_config"],
+            update_fields=["status", "met", "rationale", "evidence"],
         )
-        rows = _cached(digest, hashes)
-    return {
-        i: _row_dict(c, rows[c.content_hash])
-        if c.content_hash in rows
-        else _verdict_dict(c, status=ERROR, rationale="the criterion could not be evaluated")
-        for i, c in programmatic
-    }
+        for (c, _), row in zip(decided, stored, strict=True):
+            found[c.content_hash] = _row_dict(c, row)
+    out = {}
+    for i, c in programmatic:
+        if c.content_hash in found:
+            out[i] = {**found[c.content_hash], "key": c.key, "text": c.text}
+        else:
+            out[i] = _verdict_dict(c, status=ERROR, rationale="the criterion could not be evaluated")
+    return out
+
+
+def _as_json(value: Any) -> Any:
+    """``value`` as it reads back from a JSON column (so a fresh verdict equals its cached copy)."""
+    return json.loads(canonical_json(value))
 
 
 def _key_uuid(key: str) -> uuid.UUID:
