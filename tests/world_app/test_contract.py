@@ -24,6 +24,7 @@ pytestmark = [pytest.mark.django_db(databases=["default", "episode"]), pytest.ma
 
 def test_the_prompt_carries_the_policies_from_world_app():
     prompt = agent_contract().system_prompt
+    assert all(f"- {rule.statement}" in prompt for rule in policies.RULES)
     assert f"within {policies.RETURN_WINDOW_DAYS} days" in prompt
     assert f"{policies.RESTOCKING_FEE_PCT}% restocking fee" in prompt
     assert f"${policies.REFUND_APPROVAL_LIMIT}" in prompt and "{" not in prompt
