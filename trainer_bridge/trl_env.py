@@ -189,11 +189,10 @@ class CorecraftEnvBase:
         if self._episode is None:
             raise RuntimeError("no episode: reset() was not called")
         if self._outcome is None:
+            # Options only when set: a client of the caller's own need not know the keyword.
+            options = {} if type(self).reward_options is None else {"reward_options": type(self).reward_options}
             self._outcome = self._client.finish(
-                self._episode.episode_id,
-                final_answer=final_answer,
-                messages=messages,
-                reward_options=type(self).reward_options,
+                self._episode.episode_id, final_answer=final_answer, messages=messages, **options
             )
         self._record(self._outcome)
         return self.reward
@@ -345,7 +344,8 @@ def make_corecraft_reward(
                 item["messages"] = _jsonable(list(prompt) + list(completion))
             episode_ids.append(episode_id)
             items.append(item)
-        results = api.batch_rewards(items, reward_options=reward_options)
+        options = {} if reward_options is None else {"reward_options": reward_options}
+        results = api.batch_rewards(items, **options)
         rewards: list[float | None] = []
         for index, result in enumerate(results):
             if not result.ok or result.reward is None:

@@ -129,8 +129,9 @@ class EpisodeDriver:
     def finish(self, final_answer: str, messages: list[dict] | None = None) -> Reward:
         if self.episode is None:
             raise RuntimeError("open() the episode first")
+        options = {} if self.reward_options is None else {"reward_options": self.reward_options}
         self.outcome = self.client.finish(
-            self.episode.episode_id, final_answer=final_answer, messages=messages, reward_options=self.reward_options
+            self.episode.episode_id, final_answer=final_answer, messages=messages, **options
         )
         return self.outcome
 

@@ -112,3 +112,35 @@ def test_the_client_reads_its_options_from_the_environment(monkeypatch):
     monkeypatch.setenv("CORECRAFT_RUBRIC_DROPOUT", "lots")
     with pytest.raises(ValueError, match="CORECRAFT_RUBRIC_DROPOUT"):
         reward_options_from_env()
+
+
+class _Recorder:
+    """A stand-in client that records the keyword arguments the adapters send."""
+
+    def __init__(self):
+        self.calls: list[tuple[str, dict]] = []
+
+    def batch_rewards(self, items, **kwargs):
+        self.calls.append(("batch_rewards", kwargs))
+        return []
+
+    def finish(self, episode_id, **kwargs):
+        self.calls.append(("finish", kwargs))
+        raise RuntimeError("recorded")
+
+
+def test_the_adapters_pass_the_options_through_and_send_none_unless_set():
+    from trainer_bridge.trl_env import make_corecraft_reward
+    from trainer_bridge.verl_agent import EpisodeDriver
+
+    options = {"rubric_dropout": 0.3, "seed": 5}
+    recorder = _Recorder()
+    make_corecraft_reward(recorder, reward_options=options)([], [], environments=[])
+    make_corecraft_reward(recorder)([], [], environments=[])
+    assert recorder.calls == [("batch_rewards", {"reward_options": options}), ("batch_rewards", {})]
+
+    driver = EpisodeDriver(client=recorder, release="r", row_id=1, reward_options=options)
+    driver.episode = type("Opened", (), {"episode_id": "e"})()
+    with pytest.raises(RuntimeError, match="recorded"):
+        driver.finish("answer")
+    assert recorder.calls[-1] == ("finish", {"final_answer": "answer", "messages": None, "reward_options": options})
