@@ -3,7 +3,8 @@
 Selector: orders still pending, paid or on backorder, and orders whose shipment has left the warehouse but not
 arrived. Policy (``ORDER_TRANSITIONS``, ``CANCELLABLE_ORDER_STATUSES``, ``SHIPPED_SHIPMENT_STATUSES``): only an
 unshipped pending/paid/backorder order can be cancelled; cancelling voids authorised payments, while captured
-money must be refunded (``create_refund`` for every unit, reason ``other``, as the tool's next steps say);
+money must be refunded (``create_refund`` for every unit, reason ``other``, as the tool's next steps say; an
+order that never shipped gets its shipping back too);
 a shipped order cannot be cancelled, the customer returns it after delivery.
 """
 
@@ -129,6 +130,7 @@ class OrderCancellationFamily(Family):
             calls = [read, cancel]
             captured = [p for p in order.payments.all() if p.status in ("captured", "completed")]
             refund_amount = None
+            shipping_back = Decimal(0)
             if captured:
                 refund = {
                     "tool": "create_refund",
@@ -144,11 +146,14 @@ class OrderCancellationFamily(Family):
                 if "error" in result or result.get("requires_approval"):
                     return None
                 refund_amount = Decimal(result["refund"]["amount"])
+                # It never shipped: its shipping comes back with its last units (world_app.policies).
+                shipping_back = Decimal(result["breakdown"]["shipping_refunded"])
                 calls.append(refund)
             voided = results[-1].get("payments_voided") or []
             money_sentence = (
-                f"The {dollars(refund_amount)} you paid for the items is being refunded to your original payment "
-                "method."
+                f"The {dollars(refund_amount)} you paid"
+                + (f", {dollars(shipping_back)} of shipping included," if shipping_back else " for the items")
+                + " is being refunded to your original payment method."
                 if refund_amount is not None
                 else (
                     "The payment authorisation on your card has been released, so you won't be charged."

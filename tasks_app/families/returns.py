@@ -2,7 +2,7 @@
 
 Selector: one line per delivered, fulfilled order with money captured and no refund yet (the most expensive
 line). Policy (``world_app.policies``): returns within ``RETURN_WINDOW_DAYS`` of delivery; opened,
-non-defective items pay ``RESTOCKING_FEE_PCT`` percent (cables and accessories exempt); shipping is never
+non-defective items pay ``RESTOCKING_FEE_PCT`` percent (cables and accessories exempt); shipping is not
 refunded. Inside the window the reference refunds the line (the amount is what ``create_refund`` computes);
 outside it nothing is refunded and the reply gives the window's last day. Refunds over the approval limit are
 left out (they need a ticket to escalate on: a different task).

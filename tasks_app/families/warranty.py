@@ -99,13 +99,14 @@ class WarrantyClaimFamily(Family):
         customer = order.customer
         name = f"{customer.first_name} {customer.last_name}"
         product = line.product.name
-        remedy = pick(("replacement", "repair"), key, "remedy")
+        asked = pick(("replacement", "repair"), key, "remedy")
+        remedy = "replacement"  # the warranty replaces; we never repair parts (world_app.policies.WARRANTY_REMEDIES)
         symptom = pick(SYMPTOMS.get(line.product.category, DEFAULT_SYMPTOMS), key, "symptom")
         delivered_on = local_date(delivered)
         instruction = tidy(
             pick(OPENINGS, key, "open").format(name=name, product=product, order=order.id, symptom=symptom)
             + " "
-            + pick(ASKS, key, "ask").format(delivered=long_date(delivered_on), remedy=remedy)
+            + pick(ASKS, key, "ask").format(delivered=long_date(delivered_on), remedy=asked)
         )
         days = (world_today() - delivered_on).days
         expires = coverage.expires_on
@@ -132,7 +133,8 @@ class WarrantyClaimFamily(Family):
                 f"Hi {first_name(name)}, thanks for the details and sorry about the trouble with your {product}. "
                 f"Its {line.product.warranty_months}-month warranty runs until {long_date(expires)}, so the fault "
                 "is covered.\n"
-                f"I filed warranty claim {claim['id']} for a {remedy}, and it has been approved.\n"
+                + ("We don't repair parts under warranty, we replace them. " if asked == "repair" else "")
+                + f"I filed warranty claim {claim['id']} for a {remedy}, and it has been approved.\n"
                 "You'll receive an email with the return label and the next steps shortly."
             )
             criteria = [
@@ -145,7 +147,12 @@ class WarrantyClaimFamily(Family):
                     value="approved",
                 ),
                 state(
-                    f"The claim asks for a {remedy}, as the customer requested.",
+                    f"The claim asks for a {remedy}"
+                    + (
+                        " (the customer asked for a repair; the warranty replaces, it never repairs)."
+                        if asked == "repair"
+                        else ", as the customer requested."
+                    ),
                     "warrantyclaim",
                     {"line_item": line.id},
                     "eq",
