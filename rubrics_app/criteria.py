@@ -11,7 +11,7 @@ import hashlib
 import json
 import re
 import uuid
-from datetime import datetime
+from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
 from functools import cache
 from typing import Any, Literal
@@ -19,19 +19,23 @@ from typing import Any, Literal
 from django.core.exceptions import FieldDoesNotExist
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import models
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from rubrics_app.models import CriterionCategory, CriterionKind
+from rubrics_app.patterns import pattern_check
 from world_app import clock
 
 FilterOp = Literal["eq", "ne", "gt", "gte", "lt", "lte", "in", "contains", "icontains", "is_null", "not_null"]
 StateOp = Literal[
     "eq", "ne", "gt", "gte", "lt", "lte", "in", "not_in", "contains", "icontains", "is_null", "not_null",
-    "count_eq", "count_gte", "count_lte",
+    "count_eq", "count_gte", "count_lte", "only_changes",
 ]  # fmt: skip
 COUNT_OPS = ("count_eq", "count_gte", "count_lte")
 VALUELESS_OPS = ("is_null", "not_null")
 ArgOp = Literal["eq", "contains", "regex", "any", "gte", "lte"]
+ResponseOp = Literal[
+    "contains", "not_contains", "regex", "number", "amount", "date", "id_set", "affirms", "not_affirms", "prose",
+]  # fmt: skip
 
 
 class _Strict(BaseModel):
@@ -84,14 +88,54 @@ class StateFilter(_Strict):
     value: Any = None
 
 
+class AllowedChange(_Strict):
+    """Rows of ``entity_type`` the episode may change: ``created`` new rows at most; updates of row ``id`` (any
+    row when absent) to ``fields`` (any field when absent) when ``id`` or ``fields`` is given; deletes when
+    ``deleted``."""
+
+    entity_type: str
+    id: str | None = None
+    fields: list[str] | None = None
+    created: int = Field(0, ge=0)
+    deleted: bool = False
+
+    @field_validator("entity_type")
+    @classmethod
+    def _known_table(cls, value: str) -> str:
+        return _table_name(value)
+
+    @model_validator(mode="after")
+    def _fields_exist(self) -> AllowedChange:
+        if self.fields is not None:
+            model = world_tables()[self.entity_type]
+            names = {f.attname for f in model._meta.concrete_fields} | {f.name for f in model._meta.concrete_fields}
+            unknown = [f for f in self.fields if f not in names]
+            if unknown:
+                raise ValueError(f"fields: {self.entity_type} has no field {unknown[0]!r}")
+        return self
+
+    @property
+    def updates(self) -> bool:
+        return self.id is not None or self.fields is not None
+
+
+def _table_name(value: str) -> str:
+    name = value.lower().replace("_", "")
+    if name not in world_tables():
+        raise ValueError(f"unknown entity type {value!r}; one of: {', '.join(sorted(world_tables()))}")
+    return name
+
+
 class StateSpec(_Strict):
     """An assertion over the episode's final world: rows of ``entity_type`` matching ``filters`` satisfy ``op``.
 
     Count operators compare the number of matching rows with ``value``; the others need ``field`` and hold
-    when at least one row matches and ``quantifier`` ("all" or "any") of them satisfy it.
+    when at least one row matches and ``quantifier`` ("all" or "any") of them satisfy it. ``only_changes``
+    ("no other changes") reads the episode's diff instead: ``value`` lists the ``AllowedChange`` rules, and every
+    created, updated or deleted row must fall under one (an empty list: the episode changes nothing).
     """
 
-    entity_type: str
+    entity_type: str | None = None
     filters: list[StateFilter] = Field(default_factory=list)
     field: str | None = None
     op: StateOp
@@ -100,14 +144,20 @@ class StateSpec(_Strict):
 
     @field_validator("entity_type")
     @classmethod
-    def _known_table(cls, value: str) -> str:
-        name = value.lower().replace("_", "")
-        if name not in world_tables():
-            raise ValueError(f"unknown entity type {value!r}; one of: {', '.join(sorted(world_tables()))}")
-        return name
+    def _known_table(cls, value: str | None) -> str | None:
+        return None if value is None else _table_name(value)
 
     @model_validator(mode="after")
     def _fields_exist(self) -> StateSpec:
+        if self.op == "only_changes":
+            if self.filters or self.field:
+                raise ValueError("field: only_changes reads the whole diff and takes no field or filters")
+            if not isinstance(self.value, list):
+                raise ValueError("value: only_changes needs a list of allowed changes ([] for none)")
+            self.value = [AllowedChange.model_validate(rule).model_dump(exclude_defaults=True) for rule in self.value]
+            return self
+        if self.entity_type is None:
+            raise ValueError("entity_type: required")
         model = world_tables()[self.entity_type]
         for index, item in enumerate(self.filters):
             _check_operand(model, item.field, item.op, item.value, where=f"filters[{index}]")
@@ -153,31 +203,48 @@ class ArgumentMatcher(_Strict):
     value: Any = None
 
     @model_validator(mode="after")
-    def _value_fits(self) -> ArgumentMatcher:
+    def _value_fits(self, info: ValidationInfo) -> ArgumentMatcher:
         if self.op == "any":
             return self
         if self.value is None:
             raise ValueError(f"value: required for {self.op}")
         if self.op == "regex":
-            _compile(self.value)
+            _pattern(self.value, info)
         if self.op in ("gte", "lte") and as_number(self.value) is None:
             raise ValueError(f"value: {self.op} needs a number")
         return self
 
 
 class ToolCallSpec(_Strict):
-    """A tool must (or must not) be called, with arguments that match; errors returned by the tool don't count."""
+    """A tool must (or must not) be called, with arguments that match; errors returned by the tool don't count.
 
-    tool: str
-    expect: Literal["called", "not_called"] = "called"
+    ``expect: saw`` is about what the agent saw, not how it asked: every id of ``ids`` appears in the result of
+    some successful call (of ``tool`` when given, with ``arguments`` matching when given), by any offset, limit
+    or argument spelling.
+    """
+
+    tool: str | None = None
+    expect: Literal["called", "not_called", "saw"] = "called"
     arguments: dict[str, ArgumentMatcher] = Field(default_factory=dict)
     min_count: int = Field(1, ge=1)
     max_count: int | None = Field(None, ge=1)
+    ids: list[str] | None = None
 
     @model_validator(mode="after")
     def _tool_and_args_exist(self) -> ToolCallSpec:
         from world_app.tools.registry import all_tools, get_tool
 
+        if self.expect == "saw":
+            if not self.ids or not all(isinstance(i, str) and i.strip() for i in self.ids):
+                raise ValueError("ids: saw needs the ids that must appear in a tool result")
+            if not self.tool:
+                if self.arguments:
+                    raise ValueError("arguments: name the tool whose arguments must match")
+                return self
+        elif self.ids:
+            raise ValueError(f"ids: only expect=saw takes ids (expect is {self.expect})")
+        if not self.tool:
+            raise ValueError("tool: required")
         found = get_tool(self.tool)
         if found is None:
             raise ValueError(f"tool: no tool named {self.tool!r}; one of: {', '.join(t.name for t in all_tools())}")
@@ -191,23 +258,80 @@ class ToolCallSpec(_Strict):
 
 
 class ResponseSpec(_Strict):
-    """The final answer contains / doesn't contain a text, matches a pattern, or states a number within tolerance."""
+    """A check of the final answer.
 
-    op: Literal["contains", "not_contains", "regex", "number"]
-    value: Any
+    Text ops (as they were): ``contains`` / ``not_contains`` a text, ``regex`` matches, ``number`` states a number
+    anywhere. Ops a dump, a spray or a negation cannot meet (they read the answer's prose, JSON masked out, and a
+    spray of values makes its facts unreadable, see ``rubrics_app.answer_facts``):
+    - ``amount``: the money amount stated for ``subject`` (a pattern: "refund", "restocking fee") is ``value``
+      (+/- ``tolerance``), in any common format ("$1,234.50", "1234.50 USD", "USD 1,234.50", "1,234.50 dollars");
+    - ``date``: the answer states the date ``value`` (ISO), for ``subject`` when given, in any common format;
+    - ``id_set``: the ids of one kind (``id_kind``, e.g. "ord", or the prefix of ``value``'s ids) that the answer
+      names are exactly ``value`` (``allowed`` ids may also appear): extras and misses count against;
+    - ``affirms`` / ``not_affirms``: the answer does (does not) make the claim ``value`` (a pattern), negated
+      occurrences ("no exception is possible") not counting as the claim;
+    - ``prose``: the answer is a reply written for its reader, not raw tool JSON or a list of bare values.
+    """
+
+    op: ResponseOp
+    value: Any = None
+    subject: str | None = None
     tolerance: float = Field(0.0, ge=0)
     case_sensitive: bool = False
+    id_kind: str | None = None
+    allowed: list[str] | None = None
 
     @model_validator(mode="after")
-    def _value_fits(self) -> ResponseSpec:
-        if self.op == "number":
+    def _value_fits(self, info: ValidationInfo) -> ResponseSpec:
+        if self.op != "id_set" and (self.id_kind or self.allowed):
+            raise ValueError("id_kind: only id_set takes id_kind and allowed")
+        if self.subject is not None and self.op not in ("amount", "date"):
+            raise ValueError(f"subject: only amount and date take a subject (op is {self.op})")
+        if self.subject is not None and not _judging(info):
+            try:
+                pattern_check(self.subject)
+            except ValueError as exc:
+                raise ValueError(f"subject: {exc}") from None
+        if self.op in ("number", "amount"):
             if as_number(self.value) is None:
-                raise ValueError("value: number needs a number")
+                raise ValueError(f"value: {self.op} needs a number")
+            if self.op == "amount" and not self.subject:
+                raise ValueError("subject: amount needs the subject the amount is stated for (e.g. refund)")
+        elif self.op == "date":
+            try:
+                date.fromisoformat(str(self.value))
+            except ValueError:
+                raise ValueError("value: date needs an ISO date (2025-09-15)") from None
+            self.value = str(self.value)
+        elif self.op == "id_set":
+            self._id_set_fits()
+        elif self.op == "prose":
+            if self.value not in (None, ""):
+                raise ValueError("value: prose takes no value")
+            self.value = None
         elif not isinstance(self.value, str) or not self.value:
             raise ValueError(f"value: {self.op} needs a non-empty text")
-        elif self.op == "regex":
-            _compile(self.value)
+        elif self.op in ("regex", "affirms", "not_affirms"):
+            _pattern(self.value, info)
         return self
+
+    def _id_set_fits(self) -> None:
+        from rubrics_app.answer_facts import ENTITY_ID
+
+        if not isinstance(self.value, list) or not all(isinstance(v, str) for v in self.value):
+            raise ValueError("value: id_set needs a list of ids")
+        kinds = set()
+        for item in [*self.value, *(self.allowed or [])]:
+            match = ENTITY_ID.fullmatch(item.strip())
+            if match is None:
+                raise ValueError(f"value: {item!r} is not an id (like ord-250906-001)")
+            kinds.add(match.group(1))
+        if self.id_kind:
+            kinds.add(self.id_kind)
+        if len(kinds) != 1:
+            raise ValueError(f"value: id_set takes ids of one kind; these are of {', '.join(sorted(kinds)) or 'none'}")
+        self.id_kind = kinds.pop()
+        self.value = sorted({v.strip() for v in self.value})
 
 
 class LlmSpec(_Strict):
@@ -234,13 +358,30 @@ class CriterionInput(_Strict):
     required: bool = False
 
 
-def _compile(pattern: Any) -> re.Pattern:
-    if not isinstance(pattern, str):
-        raise ValueError("value: a pattern must be text")
+# Pass as ``context`` when reading a stored spec to judge it: a stored pattern is not re-checked (an old row
+# or a frozen release row may predate the check); the judge runs it under the time limit instead.
+JUDGING = {"judging": True}
+
+
+def _judging(info: ValidationInfo | None) -> bool:
+    return bool(info is not None and info.context and info.context.get("judging"))
+
+
+def spec_read(model: type[BaseModel], spec: dict) -> Any:
+    """A stored spec, parsed for judging (see ``JUDGING``)."""
+    return model.model_validate(spec, context=JUDGING)
+
+
+def _pattern(pattern: Any, info: ValidationInfo | None = None) -> None:
+    """Refuse a pattern that does not compile or can backtrack catastrophically (``rubrics_app.patterns``)."""
+    if _judging(info):
+        if not isinstance(pattern, str):
+            raise ValueError("value: a pattern must be text")
+        return
     try:
-        return re.compile(pattern)
-    except re.error as exc:
-        raise ValueError(f"value: not a valid regular expression: {exc}") from None
+        pattern_check(pattern)
+    except ValueError as exc:
+        raise ValueError(f"value: {exc}") from None
 
 
 def as_number(value: Any) -> Decimal | None:
@@ -290,6 +431,40 @@ def criteria_validate(items: list[dict]) -> list[CriterionInput]:
     if problems:
         raise DjangoValidationError(problems)
     return valid
+
+
+_JOINERS = re.compile(r",(?!\d)\s*(?:and\s+|or\s+)?|;\s*|\s+and\s+|\s+as well as\s+|\s+plus\s+", re.IGNORECASE)
+_CHECK_START = re.compile(
+    r"(?:the|its|his|her|their|a|an|that|whether|states?|names?|says?|gives?|lists?|mentions?|explains?|offers?|"
+    r"confirms?|includes?|is|are|was|has|have)\b",
+    re.IGNORECASE,
+)
+
+
+def criterion_text_warnings(text: str) -> list[str]:
+    """Why a criterion's text reads as several checks in one ("states the amount, the date and the reason").
+
+    A compound criterion is met or not as a whole, so a policy that satisfies part of it is paid or punished for
+    all of it: one fact per criterion. The warning never blocks a save.
+    """
+    parts = [part.strip() for part in _JOINERS.split(text or "") if part and part.strip()]
+    if len(parts) >= 3 or (len(parts) == 2 and _CHECK_START.match(parts[1])):
+        listed = "; ".join(repr(p[:40]) for p in parts[:4])
+        return [
+            f"this text joins {len(parts)} checks ({listed}): a reply that meets some of them is judged as if it "
+            "met all, so split it into one criterion per fact"
+        ]
+    return []
+
+
+def criteria_warnings(items: list[dict]) -> list[str]:
+    """Non-blocking warnings about criteria as submitted, as ``criteria[i].text: why`` (see
+    ``criterion_text_warnings``)."""
+    found = []
+    for index, item in enumerate(items if isinstance(items, list) else []):
+        text = item.get("text", "") if isinstance(item, dict) else getattr(item, "text", "")
+        found.extend(f"criteria[{index}].text: {why}" for why in criterion_text_warnings(text))
+    return found
 
 
 def criterion_content_hash(*, kind: str, text: str, spec: dict, weight: float, category: str, required: bool) -> str:

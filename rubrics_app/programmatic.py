@@ -1,5 +1,9 @@
 """Deterministic judgement of ``state``, ``tool_call`` and ``response`` criteria over one episode.
 
+State criteria read the episode's final world (``only_changes``: its diff), tool-call criteria the calls with
+their results (``saw``: what the results showed), response criteria the final answer. Every pattern runs with
+``rubrics_app.patterns``' time limit: a pattern that runs past it is an ``error`` verdict, never a hang.
+
 A verdict is ``{key, kind, status: met|not_met|pending, met, rationale, evidence, weight, required}``; ``llm``
 criteria stay ``pending`` until the LLM judge (issue 5) rules on them. ``reward`` folds verdicts into the
 rollout's reward: the weighted fraction met, and pass = every required criterion met.
@@ -9,23 +13,28 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from datetime import date
 from decimal import Decimal
 from typing import Any
 
 from django.db.models import Q
 
+from rubrics_app import answer_facts
 from rubrics_app.criteria import (
     COUNT_OPS,
+    AllowedChange,
     ResponseSpec,
     StateSpec,
     ToolCallSpec,
     as_number,
     field_value,
     resolve_field,
+    spec_read,
     world_tables,
 )
 from rubrics_app.models import CriterionKind
+from rubrics_app.patterns import PatternTimeout, pattern_finditer, pattern_search
 
 MET, NOT_MET, PENDING = "met", "not_met", "pending"
 # The LLM judge's status for a criterion it could not decide (invalid output, endpoint down): neither met nor not.
@@ -51,52 +60,122 @@ def _verdict(criterion, status: str, rationale: str, evidence: Any = None) -> di
 
 
 def criteria_evaluate(
-    *, criteria: Iterable, episode, final_answer: str, tool_calls: Sequence[dict] | None = None
+    *,
+    criteria: Iterable,
+    episode,
+    final_answer: str,
+    tool_calls: Sequence[dict] | None = None,
+    diff: dict | None = None,
 ) -> list[dict]:
-    """A verdict per criterion (in the order given), from the episode's final world, its logged steps and the answer.
+    """A verdict per criterion (in the order given), from the episode's final world, the calls and the answer.
 
     ``criteria`` are ``Criterion`` rows (or anything with key, kind, spec, weight, required, content_hash).
-    ``tool_calls`` are the trajectory's calls with their results (name, arguments, result, is_error). With an
-    ``episode`` the steps are read from its log; with ``episode=None`` the calls are the steps and state criteria
-    read the world the caller has open (``episode_world`` or a scratch replay).
+    ``tool_calls`` ([{name, arguments, result, is_error}], in order) are the trajectory's calls with their
+    results; None reads them from the episode's logged steps. With ``episode=None`` state criteria read the
+    world the caller has open (``episode_world`` or a scratch replay). ``diff`` (as
+    ``world_app.episodes.episode_diff`` gives it) is the episode's diff; None computes it when an
+    ``only_changes`` or ``makes_changes`` criterion needs it.
     """
-    from world_app.episodes import episode_world
+    from world_app.episodes import episode_world, episode_world_diff
     from world_app.models import EpisodeStep
 
     criteria = list(criteria)
-    if episode is None:
-        steps = [
-            {
-                "seq": i,
-                "name": c.get("name"),
-                "arguments": c.get("arguments") or {},
-                "is_error": bool(c.get("is_error")),
-            }
-            for i, c in enumerate(tool_calls or [], start=1)
-        ]
+    if tool_calls is not None or episode is None:
+        steps = calls_as_steps(list(tool_calls or []))
     else:
         steps = list(
-            EpisodeStep.objects.filter(episode=episode).order_by("seq").values("seq", "name", "arguments", "is_error")
+            EpisodeStep.objects.filter(episode=episode)
+            .order_by("seq")
+            .values("seq", "name", "arguments", "result", "is_error")
         )
     verdicts: dict[int, dict] = {}
     state = [(i, c) for i, c in enumerate(criteria) if c.kind == CriterionKind.STATE]
     if state:
         # One pass over the episode's world for every state criterion.
         with contextlib.nullcontext() if episode is None else episode_world(episode):
+            cached: list[dict] = [] if diff is None else [diff]
+
+            def current_diff() -> dict:
+                if not cached:
+                    cached.append(episode_world_diff())
+                return cached[0]
+
             for index, criterion in state:
-                verdicts[index] = _state_verdict(criterion)
+                verdicts[index] = state_verdict(criterion, diff=current_diff)
     for index, criterion in enumerate(criteria):
         if criterion.kind == CriterionKind.TOOL_CALL:
-            verdicts[index] = _tool_call_verdict(criterion, steps)
+            verdicts[index] = tool_call_verdict(criterion, steps)
         elif criterion.kind == CriterionKind.RESPONSE:
-            verdicts[index] = _response_verdict(criterion, final_answer or "")
+            verdicts[index] = response_verdict(criterion, final_answer or "")
         elif criterion.kind == CriterionKind.LLM:
             verdicts[index] = _verdict(criterion, PENDING, "judged by the LLM judge (not run yet)")
     return [verdicts[i] for i in range(len(criteria))]
 
 
-def _state_verdict(criterion) -> dict:
-    spec = StateSpec.model_validate(criterion.spec)
+def calls_as_steps(tool_calls: list[dict]) -> list[dict]:
+    """Trajectory calls ({name or tool, arguments, result, is_error}) as the step dicts the verdicts read."""
+    steps = []
+    for index, call in enumerate(tool_calls):
+        result = call.get("result")
+        is_error = call.get("is_error")
+        if is_error is None:
+            is_error = isinstance(result, dict) and "error" in result
+        steps.append({
+            "seq": index + 1,
+            "name": call.get("name") or call.get("tool") or "",
+            "arguments": call.get("arguments") or {},
+            "result": result,
+            "is_error": bool(is_error),
+        })  # fmt: skip
+    return steps
+
+
+def state_verdict(criterion, *, diff: Callable[[], dict] | None = None) -> dict:
+    """The verdict of one ``state`` criterion in the world bound now; ``diff`` gives the episode's diff."""
+    spec = spec_read(StateSpec, criterion.spec)
+    if spec.op == "only_changes":
+        if diff is None:
+            from world_app.episodes import episode_world_diff
+
+            diff = episode_world_diff
+        return _only_changes_verdict(criterion, spec, diff())
+    return _state_verdict(criterion, spec)
+
+
+def _only_changes_verdict(criterion, spec: StateSpec, diff: dict) -> dict:
+    rules = [AllowedChange.model_validate(rule) for rule in spec.value]
+    outside: list[str] = []
+    created: dict[str, int] = {}
+    for entry in diff.get("created", []):
+        created[entry["model"]] = created.get(entry["model"], 0) + 1
+    for model, count in created.items():
+        allowed = sum(rule.created for rule in rules if rule.entity_type == model)
+        if count > allowed:
+            outside.append(f"{count} {model} row(s) created (allowed {allowed})")
+    for entry in diff.get("updated", []):
+        fields = set(entry.get("fields", {}))
+        fits = any(
+            rule.entity_type == entry["model"]
+            and rule.updates
+            and (rule.id is None or rule.id == entry["pk"])
+            and (rule.fields is None or fields <= set(rule.fields))
+            for rule in rules
+        )
+        if not fits:
+            outside.append(f"{entry['model']} {entry['pk']} updated ({', '.join(sorted(fields))})")
+    for entry in diff.get("deleted", []):
+        if not any(rule.entity_type == entry["model"] and rule.deleted for rule in rules):
+            outside.append(f"{entry['model']} {entry['pk']} deleted")
+    changed = sum(len(diff.get(k, [])) for k in ("created", "updated", "deleted"))
+    if outside:
+        why = f"{len(outside)} change(s) outside what the task allows: {'; '.join(outside[:EVIDENCE_ROWS])}"
+    else:
+        why = f"all {changed} change(s) are ones the task allows" if changed else "the episode changed nothing"
+    return _verdict(criterion, NOT_MET if outside else MET, why, {"outside": outside[:20], "changes": changed})
+
+
+def _state_verdict(criterion, spec: StateSpec | None = None) -> dict:
+    spec = spec or spec_read(StateSpec, criterion.spec)
     model = world_tables()[spec.entity_type]
     rows = model.objects.all()
     for item in spec.filters:
@@ -189,8 +268,58 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-def _tool_call_verdict(criterion, steps: list[dict]) -> dict:
-    spec = ToolCallSpec.model_validate(criterion.spec)
+def tool_call_verdict(criterion, steps: list[dict]) -> dict:
+    """The verdict of one ``tool_call`` criterion over the steps ({seq, name, arguments, result, is_error})."""
+    spec = spec_read(ToolCallSpec, criterion.spec)
+    try:
+        if spec.expect == "saw":
+            return _saw_verdict(criterion, spec, steps)
+        return _called_verdict(criterion, spec, steps)
+    except PatternTimeout as exc:
+        return _verdict(criterion, ERROR, str(exc))
+
+
+def _saw_verdict(criterion, spec: ToolCallSpec, steps: list[dict]) -> dict:
+    relevant = [
+        s
+        for s in steps
+        if not s["is_error"]
+        and (not spec.tool or s["name"] == spec.tool)
+        and _arguments_match(spec, s["arguments"] or {})
+    ]
+    seen: set[str] = set()
+    for step in relevant:
+        seen |= _strings_in(step.get("result"))
+    wanted = [i.strip() for i in spec.ids]
+    longer = "\n".join(text for text in seen if len(text) > 40)  # ids inside message texts and summaries
+    missing = [i for i in wanted if i not in seen and not re.search(rf"(?<![\w-]){re.escape(i)}(?![\w-])", longer)]
+    where = f"results of {spec.tool}" if spec.tool else "tool results"
+    if missing:
+        why = f"{len(missing)} of {len(wanted)} ids never appeared in the {where}: {', '.join(missing[:10])}"
+    else:
+        why = f"all {len(wanted)} ids appeared in the {where} ({len(relevant)} successful call(s))"
+    return _verdict(
+        criterion,
+        NOT_MET if missing else MET,
+        why,
+        {"missing": missing[:20], "calls": [s["seq"] for s in relevant]},
+    )
+
+
+def _strings_in(value: Any) -> set[str]:
+    found: set[str] = set()
+    if isinstance(value, str):
+        found.add(value)
+    elif isinstance(value, dict):
+        for item in value.values():
+            found |= _strings_in(item)
+    elif isinstance(value, list):
+        for item in value:
+            found |= _strings_in(item)
+    return found
+
+
+def _called_verdict(criterion, spec: ToolCallSpec, steps: list[dict]) -> dict:
     named = [s for s in steps if s["name"] == spec.tool]
     succeeded = [s for s in named if not s["is_error"]]
     matching = [s for s in succeeded if _arguments_match(spec, s["arguments"] or {})]
@@ -239,15 +368,111 @@ def _argument_matches(op: str, expected: Any, name: str, arguments: dict) -> boo
             return expected in actual
         return str(expected).casefold() in str(actual).casefold()
     if op == "regex":
-        return re.search(expected, str(actual)) is not None
+        return pattern_search(expected, str(actual), ignore_case=False) is not None
     number = as_number(actual)
     if number is None:
         return False
     return number >= as_number(expected) if op == "gte" else number <= as_number(expected)
 
 
-def _response_verdict(criterion, answer: str) -> dict:
-    spec = ResponseSpec.model_validate(criterion.spec)
+def response_verdict(criterion, answer: str) -> dict:
+    """The verdict of one ``response`` criterion on the final answer."""
+    spec = spec_read(ResponseSpec, criterion.spec)
+    try:
+        if spec.op in _FACT_OPS:
+            return _FACT_OPS[spec.op](criterion, spec, answer)
+        return _text_verdict(criterion, spec, answer)
+    except PatternTimeout as exc:
+        return _verdict(criterion, ERROR, str(exc))
+
+
+def _subject_spans(spec: ResponseSpec, prose: str) -> list[tuple[int, int]]:
+    return [m.span() for m in pattern_finditer(spec.subject, prose, ignore_case=not spec.case_sensitive)]
+
+
+def _amount_verdict(criterion, spec: ResponseSpec, answer: str) -> dict:
+    wanted, tolerance = as_number(spec.value), Decimal(str(spec.tolerance))
+    prose, unreadable = answer_facts.readable(answer)
+    if unreadable:
+        return _verdict(criterion, NOT_MET, unreadable, {"stated": []})
+    spans = _subject_spans(spec, prose)
+    stated = answer_facts.bound(prose, spans, answer_facts.money_mentions(prose))
+    values = [m.value for m in stated]
+    close = [v for v in values if abs(v - wanted) <= tolerance]
+    if not spans:
+        why = f"the answer never names the subject /{spec.subject}/"
+    else:
+        amounts = _join(values) or "no amount"
+        why = f"the answer states {amounts} for /{spec.subject}/; wanted {wanted} +/- {tolerance}"
+    return _verdict(criterion, MET if close else NOT_MET, why, {"stated": [str(v) for v in values]})
+
+
+def _date_verdict(criterion, spec: ResponseSpec, answer: str) -> dict:
+    wanted = date.fromisoformat(spec.value)
+    prose, unreadable = answer_facts.readable(answer)
+    if unreadable:
+        return _verdict(criterion, NOT_MET, unreadable, {"stated": []})
+    found = answer_facts.date_mentions(prose)
+    if spec.subject:
+        found = answer_facts.bound(prose, _subject_spans(spec, prose), found)
+    met = any(answer_facts.same_date(m, wanted) for m in found)
+    shown = [prose[m.start : m.end] for m in found][:10]
+    target = f" for /{spec.subject}/" if spec.subject else ""
+    why = f"the answer states {', '.join(shown) or 'no date'}{target}; wanted {wanted.isoformat()}"
+    return _verdict(criterion, MET if met else NOT_MET, why, {"stated": shown})
+
+
+def _id_set_verdict(criterion, spec: ResponseSpec, answer: str) -> dict:
+    prose, unreadable = answer_facts.readable(answer)
+    if unreadable:
+        return _verdict(criterion, NOT_MET, unreadable, {"named": []})
+    named = {m.value for m in answer_facts.id_mentions(prose) if m.kind == spec.id_kind}
+    wanted = set(spec.value)
+    missing = sorted(wanted - named)
+    extra = sorted(named - wanted - set(spec.allowed or []))
+    parts = []
+    if missing:
+        parts.append(f"missing {', '.join(missing[:10])}")
+    if extra:
+        parts.append(f"extra {', '.join(extra[:10])}")
+    why = f"the answer names {len(named)} {spec.id_kind} id(s); " + ("; ".join(parts) if parts else "exactly the set")
+    return _verdict(criterion, NOT_MET if parts else MET, why, {"missing": missing[:20], "extra": extra[:20]})
+
+
+def _claim_verdict(criterion, spec: ResponseSpec, answer: str) -> dict:
+    prose = answer_facts.masked(answer)
+    matches = pattern_finditer(spec.value, prose, ignore_case=not spec.case_sensitive)
+    affirmed = [m for m in matches if not answer_facts.negated(prose, m.start(), m.end())]
+    negated = len(matches) - len(affirmed)
+    claim = f"/{spec.value}/"
+    if affirmed:
+        why = f"the answer claims {claim}: {affirmed[0].group(0)!r}"
+    elif negated:
+        why = f"the answer only mentions {claim} negated ({negated} time(s)), which is not the claim"
+    else:
+        why = f"the answer does not claim {claim}"
+    met = bool(affirmed) if spec.op == "affirms" else not affirmed
+    evidence = {"affirmed": [m.group(0) for m in affirmed[:5]], "negated": negated}
+    return _verdict(criterion, MET if met else NOT_MET, why, evidence)
+
+
+def _prose_verdict(criterion, spec: ResponseSpec, answer: str) -> dict:
+    problems = answer_facts.prose_problems(answer)
+    why = "the answer is written for its reader" if not problems else "not a reply for a reader: " + "; ".join(problems)
+    return _verdict(criterion, NOT_MET if problems else MET, why, {"problems": problems})
+
+
+_FACT_OPS = {
+    "amount": _amount_verdict,
+    "date": _date_verdict,
+    "id_set": _id_set_verdict,
+    "affirms": _claim_verdict,
+    "not_affirms": _claim_verdict,
+    "prose": _prose_verdict,
+}
+
+
+def _text_verdict(criterion, spec: ResponseSpec, answer: str) -> dict:
     if spec.op == "number":
         wanted, tolerance = as_number(spec.value), Decimal(str(spec.tolerance))
         stated = [n for n in (as_number(m) for m in _NUMBER.findall(answer)) if n is not None]
@@ -259,7 +484,7 @@ def _response_verdict(criterion, answer: str) -> dict:
             {"numbers": [str(n) for n in stated]},
         )
     if spec.op == "regex":
-        match = re.search(spec.value, answer, 0 if spec.case_sensitive else re.IGNORECASE)
+        match = pattern_search(spec.value, answer, ignore_case=not spec.case_sensitive)
         return _verdict(
             criterion,
             MET if match else NOT_MET,
@@ -275,6 +500,11 @@ def _response_verdict(criterion, answer: str) -> dict:
         f"the answer {'contains' if found else 'does not contain'} {spec.value!r}",
         {"found": found},
     )
+
+
+# The names the library check used before the public ones.
+_response_verdict = response_verdict
+_tool_call_verdict = tool_call_verdict
 
 
 def _join(numbers: list[Decimal]) -> str:

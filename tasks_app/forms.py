@@ -18,7 +18,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.db import models
 
-from rubrics_app.criteria import COUNT_OPS, criteria_validate, world_tables
+from rubrics_app.criteria import COUNT_OPS, criteria_validate, criterion_text_warnings, world_tables
 from rubrics_app.models import CriterionCategory, CriterionKind
 from tasks_app.models import Difficulty, TaskStatus, TaskType
 from tasks_app.selectors_authoring import snapshots_for_choice, task_authors
@@ -141,8 +141,9 @@ STATE_OPS = (
     ("count_eq", "number of rows equals"),
     ("count_gte", "number of rows at least"),
     ("count_lte", "number of rows at most"),
+    ("only_changes", "no other changes (value: JSON list of allowed changes, [] for none)"),
 )
-FILTER_OPS = tuple((op, label) for op, label in STATE_OPS if op not in (*COUNT_OPS, "not_in"))
+FILTER_OPS = tuple((op, label) for op, label in STATE_OPS if op not in (*COUNT_OPS, "not_in", "only_changes"))
 ARG_OPS = (
     ("eq", "equals"),
     ("contains", "contains"),
@@ -155,12 +156,21 @@ RESPONSE_OPS = (
     ("contains", "contains the text"),
     ("not_contains", "does not contain the text"),
     ("regex", "matches the pattern"),
-    ("number", "states the number"),
+    ("number", "states the number (anywhere)"),
+    ("amount", "states the amount for the subject"),
+    ("date", "states the date (ISO; for the subject, if given)"),
+    ("id_set", "names exactly these ids (comma-separated, one kind)"),
+    ("affirms", "makes the claim (pattern; negations don't count)"),
+    ("not_affirms", "does not make the claim (pattern; negations don't count)"),
+    ("prose", "is a reply written for its reader (no raw JSON or bare values)"),
 )
 KIND_HELP = {
     CriterionKind.LLM: "A plain-language check the LLM judge decides over the whole conversation.",
     CriterionKind.STATE: "An assertion on the world after the episode: which rows, and what must hold of them.",
-    CriterionKind.TOOL_CALL: "A tool the agent must (or must not) call, with arguments that match.",
+    CriterionKind.TOOL_CALL: (
+        "A tool the agent must (or must not) call, with arguments that match; or ids the agent must have seen in a "
+        "tool result (by any paging)."
+    ),
     CriterionKind.RESPONSE: "A check of the agent's final answer.",
 }
 
@@ -226,13 +236,17 @@ class CriterionDraft:
     args: list[dict[str, str]] = dataclasses.field(default_factory=list)
     min_count: str = "1"
     max_count: str = ""
+    saw_ids: str = ""
     # response
     response_op: str = "contains"
     response_value: str = ""
     tolerance: str = "0"
     case_sensitive: bool = False
+    subject: str = ""
+    allowed: str = ""
     # what validation found
     errors: list[str] = dataclasses.field(default_factory=list)
+    warnings: list[str] = dataclasses.field(default_factory=list)
     field_errors: dict[str, list[str]] = dataclasses.field(default_factory=dict)
     checked: bool = False
 
@@ -245,6 +259,12 @@ class CriterionDraft:
         return KIND_HELP[self.kind]
 
     def spec(self) -> dict[str, Any]:
+        if self.kind == CriterionKind.STATE and self.op == "only_changes":
+            try:
+                allowed = json.loads(self.value) if self.value.strip() else []
+            except ValueError:
+                allowed = self.value
+            return {"op": "only_changes", "value": allowed}
         if self.kind == CriterionKind.STATE:
             spec: dict[str, Any] = {"entity_type": self.entity_type, "op": self.op, "quantifier": self.quantifier}
             spec["filters"] = [
@@ -273,18 +293,31 @@ class CriterionDraft:
                         matcher["value"] = None
                 arguments[name or "?"] = matcher
             spec["arguments"] = arguments
+            if self.expect == "saw":
+                spec["ids"] = _list(self.saw_ids)
+                if not spec["tool"]:
+                    spec.pop("tool")
             if self.expect == "called":
                 spec["min_count"] = self.min_count.strip() or 1
                 if self.max_count.strip():
                     spec["max_count"] = self.max_count.strip()
             return spec
         if self.kind == CriterionKind.RESPONSE:
-            return {
+            spec = {
                 "op": self.response_op,
                 "value": self.response_value,
                 "tolerance": self.tolerance.strip() or 0,
                 "case_sensitive": self.case_sensitive,
             }
+            if self.response_op == "id_set":
+                spec["value"] = _list(self.response_value)
+                if self.allowed.strip():
+                    spec["allowed"] = _list(self.allowed)
+            elif self.response_op == "prose":
+                spec.pop("value")
+            if self.subject.strip():
+                spec["subject"] = self.subject.strip()
+            return spec
         return {}
 
     def as_input(self) -> dict[str, Any]:
@@ -304,6 +337,7 @@ class CriterionDraft:
     def check(self) -> bool:
         """Validate against the world models and the tool registry; problems land on the fields they are about."""
         self.errors, self.field_errors, self.checked = [], {}, True
+        self.warnings = criterion_text_warnings(self.text)
         try:
             criteria_validate([self.as_input()])
         except ValidationError as exc:
@@ -333,9 +367,9 @@ class CriterionDraft:
             names += ["entity_type", "op", "field", "value"]
             names += [f"filter{i}" for i in range(len(self.filters) + 1)]
         elif self.kind == CriterionKind.TOOL_CALL:
-            names += ["tool", "min_count", "max_count"]
+            names += ["tool", "min_count", "max_count", "ids"]
         elif self.kind == CriterionKind.RESPONSE:
-            names += ["response_value", "tolerance"]
+            names += ["response_value", "tolerance", "subject", "allowed"]
         return names
 
     def error_slots(self) -> list[tuple[str, list[str]]]:
@@ -418,7 +452,7 @@ def criterion_draft_from_row(criterion, *, prefix: str) -> CriterionDraft:
         draft.entity_type = spec.get("entity_type", "")
         draft.field = spec.get("field") or ""
         draft.op = spec.get("op", "eq")
-        draft.value = _text(spec.get("value"))
+        draft.value = json.dumps(spec.get("value")) if draft.op == "only_changes" else _text(spec.get("value"))
         draft.quantifier = spec.get("quantifier", "all")
         draft.filters = [
             {"field": f.get("field", ""), "op": f.get("op", "eq"), "value": _text(f.get("value"))}
@@ -433,11 +467,15 @@ def criterion_draft_from_row(criterion, *, prefix: str) -> CriterionDraft:
         ]
         draft.min_count = str(spec.get("min_count", 1))
         draft.max_count = _text(spec.get("max_count"))
+        draft.saw_ids = _text(spec.get("ids"))
     elif criterion.kind == CriterionKind.RESPONSE:
         draft.response_op = spec.get("op", "contains")
         draft.response_value = _text(spec.get("value"))
         draft.tolerance = f"{spec.get('tolerance', 0):g}"
         draft.case_sensitive = bool(spec.get("case_sensitive"))
+        draft.subject = spec.get("subject") or ""
+        draft.allowed = _text(spec.get("allowed"))
+    draft.warnings = criterion_text_warnings(draft.text)
     return draft
 
 
@@ -485,10 +523,14 @@ def criterion_draft_from_post(data, prefix: str) -> CriterionDraft:
     ]
     draft.min_count = get("min_count", "1")
     draft.max_count = get("max_count")
+    draft.saw_ids = get("saw_ids")
     draft.response_op = get("response_op", "contains")
     draft.response_value = get("response_value")
     draft.tolerance = get("tolerance", "0")
     draft.case_sensitive = bool(get("case_sensitive"))
+    draft.subject = get("subject")
+    draft.allowed = get("allowed")
+    draft.warnings = criterion_text_warnings(draft.text)
     return draft
 
 

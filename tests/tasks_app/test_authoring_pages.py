@@ -508,3 +508,46 @@ def test_the_author_sees_the_requested_changes_on_the_task_page(client, writer, 
     body = client.get(reverse("tasks:detail", args=[task.pk])).content.decode()
     assert 'id="changes-requested"' in body and "Changes requested by rita" in body
     assert "Say which carrier ships it." in body and 'id="edit-task"' in body and 'id="submit-review"' in body
+
+
+def test_the_editor_warns_about_a_compound_criterion_without_blocking_it(client, writer, snapshot):
+    compound = "The reply states the total, the ETA and the reason for the delay"
+    data = task_post(validate="c0", **{"c0-text": compound})
+    body = client.post(reverse("tasks:criterion_validate"), data, **HTMX).content.decode()
+    assert "Warning (saving is not blocked)" in body and "joins 3 checks" in body
+    assert "This criterion is valid" in body
+    response = client.post(reverse("tasks:create"), task_post(**{"c0-text": compound}))
+    assert response.status_code == 302
+    task = Task.objects.get(title="Backorder the GPU order")
+    page = client.get(reverse("tasks:edit", args=[task.pk])).content.decode()
+    assert "joins 3 checks" in page
+
+
+def test_the_editor_saves_the_new_primitives(client, writer, snapshot):
+    data = task_post(
+        **{
+            "c3-response_op": "amount",
+            "c3-response_value": "549.98",
+            "c3-subject": "total",
+            "c2-expect": "saw",
+            "c2-tool": "",
+            "c2-arg_name": [""],
+            "c2-arg_op": ["eq"],
+            "c2-arg_value": [""],
+            "c2-saw_ids": "ord-f00001",
+            "c1-op": "only_changes",
+            "c1-value": '[{"entity_type": "order", "id": "ord-f00001", "fields": ["status"]}]',
+        }
+    )
+    response = client.post(reverse("tasks:create"), data)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    criteria = list(Task.objects.get(title="Backorder the GPU order").current_version.criteria.order_by("position"))
+    assert criteria[1].spec["op"] == "only_changes"
+    assert criteria[1].spec["value"] == [{"entity_type": "order", "id": "ord-f00001", "fields": ["status"]}]
+    assert criteria[2].spec == {"expect": "saw", "ids": ["ord-f00001"], "arguments": {}, "min_count": 1}
+    assert criteria[3].spec["op"] == "amount" and criteria[3].spec["subject"] == "total"
+    page = client.get(reverse("tasks:edit", args=[Task.objects.get().pk])).content.decode()
+    assert 'value="total"' in page and "ord-f00001" in page
+    refused = task_post(validate="c3", **{"c3-response_op": "regex", "c3-response_value": "^(a+)+$"})
+    body = client.post(reverse("tasks:criterion_validate"), refused, **HTMX).content.decode()
+    assert "backtrack catastrophically" in body

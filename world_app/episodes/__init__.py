@@ -8,6 +8,7 @@ from world_app.episodes.engine import (
     episode_state_from_log,
     episode_step,
     episode_world,
+    episode_world_diff,
     episodes_close_idle,
     episodes_purge_closed,
 )
@@ -34,6 +35,7 @@ __all__ = [
     "episode_state_from_log",
     "episode_step",
     "episode_world",
+    "episode_world_diff",
     "episodes_close_idle",
     "episodes_purge_closed",
 ]

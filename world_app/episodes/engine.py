@@ -13,6 +13,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
+from contextvars import ContextVar
 from datetime import datetime, timedelta
 from functools import cache
 from typing import Any, NamedTuple
@@ -26,7 +27,13 @@ from world_app.episodes.diff import TouchedRows, checksum_of, diff_of, touched_r
 from world_app.episodes.errors import EpisodeClosed, EpisodeError, EpisodeNotFound, EpisodeStepAborted
 from world_app.episodes.images import SnapshotImage, snapshot_image, snapshot_table_digests
 from world_app.episodes.shared_image import foreign_keys_pending
-from world_app.episodes.world_db import changes_apply, changes_take, world_bound, world_connection_open
+from world_app.episodes.world_db import (
+    PENDING_CHANGES_SQL,
+    changes_apply,
+    changes_take,
+    world_bound,
+    world_connection_open,
+)
 from world_app.models import Episode, EpisodeStep, WorldSnapshot
 from world_app.routers import EPISODE_ALIAS
 
@@ -329,6 +336,9 @@ def _step_locked(hot: HotEpisode, *, name: str, arguments: dict, fn: Callable[[]
     return step
 
 
+_bound_hot: ContextVar[HotEpisode | None] = ContextVar("episode_world_hot", default=None)
+
+
 @contextmanager
 def episode_world(episode: EpisodeRef) -> Iterator[None]:
     """Run reads (selectors, diffs) in the episode's current world; logs nothing.
@@ -338,9 +348,24 @@ def episode_world(episode: EpisodeRef) -> Iterator[None]:
     episode_id = _episode_id(episode)
     with _hot_episode(episode_id) as hot:
         _hot_sync(hot, _log_head(episode_id))
-        with world_bound(hot.conn, now=hot.world_now), transaction.atomic(using=EPISODE_ALIAS):
-            yield
-            transaction.set_rollback(True, using=EPISODE_ALIAS)
+        token = _bound_hot.set(hot)
+        try:
+            with world_bound(hot.conn, now=hot.world_now), transaction.atomic(using=EPISODE_ALIAS):
+                yield
+                transaction.set_rollback(True, using=EPISODE_ALIAS)
+        finally:
+            _bound_hot.reset(token)
+
+
+def episode_world_diff() -> dict:
+    """Inside ``episode_world()``: the diff of the world as it is now against its snapshot, the block's own
+    (not yet rolled back) writes included; the shape of ``episode_diff``."""
+    hot = _bound_hot.get()
+    if hot is None:
+        raise EpisodeError("episode_world_diff() runs inside an episode_world() block")
+    pending = {(table, pk) for table, pk in hot.conn.execute(PENDING_CHANGES_SQL).fetchall()}
+    image = snapshot_image(hot.snapshot_id).image
+    return diff_of(touched_rows(conn=hot.conn, image=image, touched=set(hot.touched) | pending, now=hot.world_now))
 
 
 def _hot_rows(hot: HotEpisode) -> TouchedRows:

@@ -193,6 +193,8 @@ def row_read(conn: sqlite3.Connection, table: str, pk: str) -> Row | None:
 
 _TAKE_CHANGES = f'SELECT DISTINCT tbl, pk FROM "{CHANGES_TABLE}"'  # noqa: S608
 _FORGET_CHANGES = f'DELETE FROM "{CHANGES_TABLE}"'  # noqa: S608
+# The (table, pk) written since the last ``changes_take``, read without forgetting them.
+PENDING_CHANGES_SQL = _TAKE_CHANGES
 
 
 def changes_take(conn: sqlite3.Connection) -> list[Change]:

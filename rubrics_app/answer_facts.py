@@ -1,0 +1,238 @@
+"""What a final answer states: money amounts, dates and entity ids where they sit, bound to the words they are
+stated for, claims with their negation, and whether the answer is prose for a reader at all.
+
+A response criterion must not be met by a number that appears anywhere: a dump of tool results contains every
+amount. So the readers here work on the answer's *prose*: JSON (a dump of tool output) is masked out, and a
+*data run* (six or more ids, amounts or dates in a row with only punctuation between them, of two or more
+kinds: a spray of values) makes the answer's facts unreadable. An amount is *stated for* a subject when, in
+one clause (a sentence, a ``;`` part or a line), it is the mention nearest to a word of the subject.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date
+from decimal import Decimal, InvalidOperation
+
+# An entity id of the world: a short lowercase prefix, a dash, then digits (and dashes): ord-230215-001,
+# li-230215-001-2, cus-00001, ref-w00001.
+ENTITY_ID = re.compile(r"(?<![\w-])([a-z]{2,3})-w?\d(?:[\d-]*\d)?(?!\w)")
+_DIGITS = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
+_MONEY = re.compile(
+    rf"(?P<neg>-\s?)?(?:US\s?)?\$\s?(?P<a>{_DIGITS})"
+    rf"|(?:USD|EUR|GBP)\s?(?P<b>-?(?:{_DIGITS}))"
+    rf"|(?P<c>-?(?:{_DIGITS}))\s?(?:USD|usd|dollars?|bucks)\b"
+    rf"|(?<![\w.,/-])(?P<d>\d{{1,3}}(?:,\d{{3}})+\.\d{{2}}|\d+\.\d{{2}})(?![\w%/-]|\.\d)",
+)
+_MONTHS = {
+    "jan": 1, "january": 1, "feb": 2, "february": 2, "mar": 3, "march": 3, "apr": 4, "april": 4, "may": 5,
+    "jun": 6, "june": 6, "jul": 7, "july": 7, "aug": 8, "august": 8, "sep": 9, "sept": 9, "september": 9,
+    "oct": 10, "october": 10, "nov": 11, "november": 11, "dec": 12, "december": 12,
+}  # fmt: skip
+_MONTH = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?"
+    r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+)
+_DATE = re.compile(
+    r"(?<![\w-])(?P<iy>\d{4})-(?P<im>\d{2})-(?P<id>\d{2})(?![\w-])"
+    r"|(?<![\w/])(?P<um>\d{1,2})/(?P<ud>\d{1,2})/(?P<uy>\d{4}|\d{2})(?![\w/])"
+    rf"|\b(?P<mm>{_MONTH})\.?\s+(?P<md>\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s+(?P<my>\d{{4}})\b)?"
+    rf"|\b(?P<dd>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<dm>{_MONTH})\b\.?(?:,?\s+(?P<dy>\d{{4}})\b)?",
+    re.IGNORECASE,
+)
+_CLAUSE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(\[*-])|;|\n+")
+_WORD = re.compile(r"[A-Za-z][A-Za-z']*")
+_NEGATORS = frozenset({
+    "no", "not", "never", "cannot", "can't", "won't", "isn't", "aren't", "wasn't", "weren't", "don't", "doesn't",
+    "didn't", "hasn't", "haven't", "without", "unable", "neither", "nor", "none", "nothing", "couldn't",
+    "shouldn't", "wouldn't", "mustn't", "ineligible",
+})  # fmt: skip
+_NEGATED_AFTER = frozenset({"not", "never", "cannot", "impossible", "unavailable"})
+_JSON_KEY = re.compile(r'"[^"\n]{1,80}"\s*:')
+_SEPARATOR = re.compile(r"[\s,;:|/()\[\]{}\"'.+*-]*")
+DATA_RUN = 6
+
+
+@dataclass(frozen=True)
+class Mention:
+    """A value the answer states, with where it is."""
+
+    kind: str  # "money", "date" or an id prefix ("ord")
+    value: object  # Decimal, (year | None, month, day), or the id
+    start: int
+    end: int
+
+
+def masked(text: str) -> str:
+    """``text`` with every JSON object or array that holds ``"key":`` pairs blanked out (same length)."""
+    chars = list(text)
+    stack: list[int] = []
+    regions: list[tuple[int, int]] = []
+    in_string = False
+    for index, ch in enumerate(text):
+        if ch == '"' and (index == 0 or text[index - 1] != "\\"):
+            in_string = not in_string
+        if in_string:
+            continue
+        if ch in "{[":
+            stack.append(index)
+        elif ch in "}]" and stack:
+            start = stack.pop()
+            if not stack:
+                regions.append((start, index + 1))
+    for start, end in regions:
+        if _JSON_KEY.search(text, start, end):
+            chars[start:end] = " " * (end - start)
+    out = "".join(chars)
+    if len(_JSON_KEY.findall(out)) >= 2:  # loose "key": value pairs (a dump without its braces)
+        out = _JSON_KEY.sub(lambda m: " " * len(m.group(0)), out)
+        out = re.sub(r'(?<=\s)"[^"\n]*"(?=\s*[,\n}])', lambda m: " " * len(m.group(0)), out)
+    return out
+
+
+def as_decimal(value: object) -> Decimal | None:
+    if isinstance(value, bool):
+        return None
+    text = str(value).replace(",", "").replace("$", "").replace("USD", "").strip()
+    try:
+        return Decimal(text)
+    except (InvalidOperation, ValueError):
+        return None
+
+
+def id_mentions(text: str) -> list[Mention]:
+    return [Mention(m.group(1), m.group(0), m.start(), m.end()) for m in ENTITY_ID.finditer(text)]
+
+
+def date_mentions(text: str) -> list[Mention]:
+    found = []
+    for m in _DATE.finditer(text):
+        g = m.groupdict()
+        try:
+            if g["iy"]:
+                year, month, day = int(g["iy"]), int(g["im"]), int(g["id"])
+            elif g["uy"]:
+                year = int(g["uy"]) if len(g["uy"]) == 4 else 2000 + int(g["uy"])
+                month, day = int(g["um"]), int(g["ud"])
+            elif g["mm"]:
+                year = int(g["my"]) if g["my"] else None
+                month, day = _MONTHS[g["mm"].lower()], int(g["md"])
+            else:
+                year = int(g["dy"]) if g["dy"] else None
+                month, day = _MONTHS[g["dm"].lower()], int(g["dd"])
+            date(year or 2000, month, day)
+        except (KeyError, ValueError):
+            continue
+        found.append(Mention("date", (year, month, day), m.start(), m.end()))
+    return found
+
+
+def money_mentions(text: str) -> list[Mention]:
+    """Amounts, in "$1,234.50", "-$94.35", "1234.50 USD", "USD 1,234.50", "1,234.50 dollars" or "1234.50" form;
+    never a part of an id or a date."""
+    taken = [(m.start, m.end) for m in id_mentions(text) + date_mentions(text)]
+    found = []
+    for m in _MONEY.finditer(text):
+        if any(s < m.end() and m.start() < e for s, e in taken):
+            continue
+        raw = m.group("a") or m.group("b") or m.group("c") or m.group("d")
+        value = as_decimal(raw)
+        if value is None:
+            continue
+        if m.group("neg"):
+            value = -value
+        found.append(Mention("money", value, m.start(), m.end()))
+    return found
+
+
+def mentions(text: str) -> list[Mention]:
+    """Every id, date and amount of ``text`` in order of position."""
+    return sorted(id_mentions(text) + date_mentions(text) + money_mentions(text), key=lambda m: m.start)
+
+
+def data_runs(text: str) -> list[list[Mention]]:
+    """Runs of ``DATA_RUN`` or more values with only punctuation between them, holding two kinds or more."""
+    found = mentions(text)
+    runs, current = [], []
+    for mention in found:
+        if current and not _SEPARATOR.fullmatch(text[current[-1].end : mention.start]):
+            runs.append(current)
+            current = []
+        current.append(mention)
+    runs.append(current)
+    return [r for r in runs if len(r) >= DATA_RUN and len({m.kind for m in r}) >= 2]
+
+
+def prose_problems(text: str) -> list[str]:
+    """Why ``text`` is not a reply written for its reader (empty when it is)."""
+    problems = []
+    stripped = text.strip()
+    if not stripped:
+        return ["the answer is empty"]
+    if stripped[0] in "{[" or len(_JSON_KEY.findall(text)) >= 2:
+        problems.append("it holds raw JSON (tool output)")
+    prose = masked(text)
+    words = [w for w in _WORD.findall(prose) if len(w) > 1]
+    if len(words) < 6:
+        problems.append(f"it has {len(words)} word(s) of prose")
+    runs = data_runs(prose)
+    if runs:
+        problems.append(f"it lists {len(runs[0])} ids/amounts/dates in a row without saying what they are")
+    return problems
+
+
+def readable(text: str) -> tuple[str, str | None]:
+    """The answer's prose (JSON blanked) and, when a data run makes its facts unreadable, why."""
+    prose = masked(text)
+    runs = data_runs(prose)
+    if runs:
+        return prose, f"the answer lists {len(runs[0])} values in a row without saying what they are"
+    return prose, None
+
+
+def clauses(text: str) -> list[tuple[int, int]]:
+    spans, start = [], 0
+    for match in _CLAUSE_END.finditer(text):
+        spans.append((start, match.start()))
+        start = match.end()
+    spans.append((start, len(text)))
+    return [(s, e) for s, e in spans if text[s:e].strip()]
+
+
+def bound(text: str, subject_spans: list[tuple[int, int]], found: list[Mention]) -> list[Mention]:
+    """For each subject occurrence, the mention nearest to it in its clause (ties go to the one after)."""
+    out = []
+    spans = clauses(text)
+    for s_start, s_end in subject_spans:
+        clause = next(((a, b) for a, b in spans if a <= s_start < b), None)
+        if clause is None:
+            continue
+        near = [m for m in found if clause[0] <= m.start and m.end <= clause[1]]
+        if not near:
+            continue
+
+        def gap(m: Mention, s_start=s_start, s_end=s_end) -> tuple[int, int]:
+            distance = m.start - s_end if m.start >= s_end else s_start - m.end
+            return (max(distance, 0), 0 if m.start >= s_end else 1)
+
+        best = min(near, key=gap)
+        if best not in out:
+            out.append(best)
+    return out
+
+
+def negated(text: str, start: int, end: int) -> bool:
+    """True when the words just before ``start`` (same clause, up to five) or just after ``end`` (up to three)
+    negate what lies between: "no exception is possible", "an exception is not possible", "can't offer"."""
+    clause = next(((a, b) for a, b in clauses(text) if a <= start < b), (0, len(text)))
+    before = [w.lower() for w in _WORD.findall(text[clause[0] : start])][-5:]
+    if any(w in _NEGATORS or w.endswith("n't") for w in before):
+        return True
+    after = [w.lower() for w in _WORD.findall(text[end : clause[1]])][:3]
+    return any(w in _NEGATED_AFTER or w.endswith("n't") for w in after)
+
+
+def same_date(mention: Mention, wanted: date) -> bool:
+    year, month, day = mention.value
+    return (month, day) == (wanted.month, wanted.day) and (year is None or year == wanted.year)
