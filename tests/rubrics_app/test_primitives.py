@@ -273,11 +273,13 @@ def test_a_stored_catastrophic_pattern_is_an_error_verdict_within_the_time_limit
     verdict = response_verdict(stored, "a" * 60 + "!")
     elapsed = time.perf_counter() - started
     assert verdict["status"] == "error" and "ran past" in verdict["rationale"]
-    assert elapsed < PATTERN_TIMEOUT_S * 5
+    # Unlimited, this match takes about 2**60 steps; the limit is wall-clock time, so a loaded machine (CI on
+    # two shared cores) may overshoot it by a few seconds, never by years.
+    assert elapsed < PATTERN_TIMEOUT_S * 30
     nested = SimpleNamespace(**{**vars(stored), "spec": {"op": "regex", "value": r"^(a+)+$"}})
     started = time.perf_counter()
     assert response_verdict(nested, "a" * 60 + "!")["status"] in ("not_met", "error")
-    assert time.perf_counter() - started < PATTERN_TIMEOUT_S * 5
+    assert time.perf_counter() - started < PATTERN_TIMEOUT_S * 30
 
 
 # --- compound criteria -----------------------------------------------------------------------------------------
