@@ -22,6 +22,11 @@ if not SECRET_KEY:
     SECRET_KEY = "corecraft-local-development-key-not-for-production"  # noqa: S105
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+# Failed logins allowed per name and per client address before the login page answers 429 for LOGIN_LOCKOUT_S.
+LOGIN_FAILURES_PER_NAME = env_int("LOGIN_FAILURES_PER_NAME", 5, minimum=1)
+LOGIN_FAILURES_PER_ADDRESS = env_int("LOGIN_FAILURES_PER_ADDRESS", 30, minimum=1)
+LOGIN_LOCKOUT_S = env_int("LOGIN_LOCKOUT_S", 900, minimum=1)
+LOGIN_THROTTLE_KEY_PREFIX = "login-failures"  # the cache keys' prefix (each test gets its own)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -33,7 +38,6 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "rest_framework",
-    "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI and Redoc served from our static files: /api/docs/ works offline
     "world_app",
@@ -128,6 +132,13 @@ EPISODE_IDLE_TIMEOUT_S = env_int("EPISODE_IDLE_TIMEOUT_S", 6 * 3600, minimum=60)
 # (docs/adr/0001-episode-engine.md, "Step overhead"). Off: every step waits for the disk.
 EPISODE_LOG_ASYNC_COMMIT = env_bool("EPISODE_LOG_ASYNC_COMMIT", True)
 
+# MCP over HTTP: the URL clients reach it at (mcp_url is built from it; Host/Origin must match it). Empty: the
+# --host/--port it listens on, allowed only on a loopback address. Extra Host values (a proxy's) may be added.
+MCP_PUBLIC_URL = env_str("MCP_PUBLIC_URL", "")
+MCP_ALLOWED_HOSTS = env_list("MCP_ALLOWED_HOSTS", [])
+# Who checks an MCP bearer token (the API tokens of the trainer bridge): a callable secret -> Credential | None.
+MCP_CREDENTIAL_VERIFIER = "trainer_bridge.authentication.episode_credential_for_secret"
+
 # --- Redis and Celery -----------------------------------------------------------------------------
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL)
@@ -146,8 +157,20 @@ CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TIMEZONE = "UTC"
+# The calibration sweeper: a running item unclaimed for CLAIM_TIMEOUT (its worker gone), or a queued one whose
+# message is older than REQUEUE_AFTER (a broker that lost it, or was down), is sent again; a run with no item
+# claimed or settled for STALL_AFTER says it is stalled, and why.
+CALIBRATION_SWEEP_INTERVAL_S = env_int("CALIBRATION_SWEEP_INTERVAL_S", 30, minimum=1)
+CALIBRATION_CLAIM_TIMEOUT_S = env_int("CALIBRATION_CLAIM_TIMEOUT_S", 120, minimum=1)
+CALIBRATION_REQUEUE_AFTER_S = env_int("CALIBRATION_REQUEUE_AFTER_S", 300, minimum=1)
+CALIBRATION_STALL_AFTER_S = env_int("CALIBRATION_STALL_AFTER_S", 300, minimum=1)
 CELERY_BEAT_SCHEDULE = {
     "close-idle-episodes": {"task": "world_app.tasks.close_idle_episodes", "schedule": 600.0},
+    "sweep-calibration-items": {
+        "task": "tasks_app.tasks.sweep_calibration_items",
+        "schedule": float(CALIBRATION_SWEEP_INTERVAL_S),
+        "options": {"expires": float(CALIBRATION_SWEEP_INTERVAL_S)},
+    },
 }
 
 CACHES = {
@@ -157,7 +180,8 @@ CACHES = {
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        # One bearer scheme for every API: the scoped `cc_` tokens (wired here, where the project joins its apps).
+        "trainer_bridge.authentication.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],

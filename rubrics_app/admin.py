@@ -23,11 +23,20 @@ class CriterionAdmin(ReadOnlyAdmin):
 
 # --- Issue 5: the judge -----------------------------------------------------------------------------------
 
+from corecraft_site.service_admin import ServiceSavedAdmin  # noqa: E402
+from rubrics_app.judge import judge_config_save  # noqa: E402
 from rubrics_app.models import JudgeConfig, Verdict, VerdictLabel  # noqa: E402
 
 
+def _judge_config_save(*, user, fields: dict, instance: JudgeConfig | None) -> JudgeConfig:
+    return judge_config_save(user=user, fields=fields, judge_config=instance)
+
+
 @admin.register(JudgeConfig)
-class JudgeConfigAdmin(admin.ModelAdmin):
+class JudgeConfigAdmin(ServiceSavedAdmin):
+    """Saved by ``judge_config_save``, as on the judge page: admins only, its hash computed, verdict fields frozen."""
+
+    save_service = staticmethod(_judge_config_save)
     list_display = ("name", "endpoint", "samples", "temperature", "prompt_version", "is_active", "created_at")
     list_filter = ("is_active", "prompt_version")
     search_fields = ("name",)

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
 
+from corecraft_site.service_admin import ServiceSavedAdmin
+from rubrics_app.judge import model_endpoint_save
 from rubrics_app.models import Criterion
 from tasks_app.models import Comment, ReferenceRun, Review, Task, TaskVersion
 from tasks_app.services.reference_solution import reference_solution_run
@@ -190,9 +192,16 @@ from tasks_app.models import (  # noqa: E402
 )
 
 
+def _model_endpoint_save(*, user, fields: dict, instance: ModelEndpoint | None) -> ModelEndpoint:
+    return model_endpoint_save(user=user, fields=fields, endpoint=instance)
+
+
 @admin.register(ModelEndpoint)
-class ModelEndpointAdmin(admin.ModelAdmin):
-    """Admins register endpoints here; the key stays in the environment variable the endpoint names."""
+class ModelEndpointAdmin(ServiceSavedAdmin):
+    """Admins register endpoints here (through ``model_endpoint_save``, as on the endpoints page); the key stays in
+    the environment variable the endpoint names."""
+
+    save_service = staticmethod(_model_endpoint_save)
 
     list_display = ("name", "model", "base_url", "api_key_env", "is_active", "check_ok", "last_checked_at")
     list_filter = ("is_active",)
@@ -203,11 +212,6 @@ class ModelEndpointAdmin(admin.ModelAdmin):
     @admin.display(description="last check", boolean=True)
     def check_ok(self, endpoint: ModelEndpoint) -> bool | None:
         return endpoint.last_check.get("ok") if endpoint.last_check else None
-
-    def save_model(self, request, obj, form, change) -> None:
-        if not change and obj.created_by_id is None:
-            obj.created_by = request.user
-        super().save_model(request, obj, form, change)
 
     @admin.action(description="Test connection", permissions=("change",))
     def test_connection(self, request, queryset) -> None:

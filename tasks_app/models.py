@@ -64,11 +64,15 @@ class Task(models.Model):
     )
     claim_expires_at = models.DateTimeField(null=True, blank=True)
     submitted_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    # Set when a frozen release holds the task out of training: then it, its rubric and its episodes are read
+    # only with eval:read (the ``read_holdout`` permission). Written by the release freeze, never cleared.
+    held_out = models.BooleanField(default=False, db_index=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["-updated_at"]
+        permissions = [("read_holdout", "Read held-out tasks, their rubrics and episodes (eval:read)")]
         # The task list's order: without it every page sorts all tasks (13 ms -> 0.06 ms at 10,000 tasks).
         indexes = [models.Index(fields=["-updated_at", "-id"], name="task_updated_desc_idx")]
 
@@ -292,6 +296,8 @@ class CalibrationRun(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     cancelled_at = models.DateTimeField(null=True, blank=True)
+    # Set by the sweeper while no worker makes progress (why, in words); cleared when work moves again.
+    stalled_reason = models.TextField(blank=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -326,6 +332,10 @@ class CalibrationItem(models.Model):
     attempts = models.PositiveIntegerField(default=0)
     rollout = models.ForeignKey(Rollout, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     claimed_at = models.DateTimeField(null=True, blank=True)
+    # When its message was last handed to the broker (None: never, e.g. the broker was down): the sweeper
+    # re-enqueues a queued item whose message is older than CALIBRATION_REQUEUE_AFTER_S.
+    enqueued_at = models.DateTimeField(null=True, blank=True)
+    settled_at = models.DateTimeField(null=True, blank=True)
     error = models.TextField(blank=True)
 
     class Meta:

@@ -7,12 +7,62 @@ approving a task they authored or last edited.
 from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied
+from django.db.models import Q
 
+from tasks_app.models import TaskStatus
 from tasks_app.roles import ADMIN, AUTHOR, REVIEWER, user_roles
+
+# Django's name of the grant that reads a held-out task (the eval:read scope of a session).
+READ_HOLDOUT = "tasks_app.read_holdout"
+# What a reviewer reviews: every task that was ever submitted (a draft is its author's until then).
+REVIEWED_STATUSES = (
+    TaskStatus.IN_REVIEW,
+    TaskStatus.CHANGES_REQUESTED,
+    TaskStatus.APPROVED,
+    TaskStatus.RETIRED,
+)
 
 
 def is_admin(user) -> bool:
     return ADMIN in user_roles(user)
+
+
+def can_read_holdout(user) -> bool:
+    return bool(user.is_authenticated and user.has_perm(READ_HOLDOUT))
+
+
+def task_visible_q(user) -> Q:
+    """The tasks ``user`` may read (the same rule as ``task_view_check``), as a filter on ``Task``.
+
+    A held-out task only with eval:read; otherwise admins all, reviewers what was submitted for review,
+    authors their own tasks and the approved ones; nobody else anything.
+    """
+    roles = user_roles(user)
+    if ADMIN in roles:
+        visible = Q()
+    else:
+        visible = Q(pk__in=[])
+        if REVIEWER in roles:
+            visible |= Q(status__in=REVIEWED_STATUSES)
+        if AUTHOR in roles:
+            visible |= Q(author_id=user.pk) | Q(status=TaskStatus.APPROVED)
+    if not can_read_holdout(user):
+        visible &= Q(held_out=False)
+    return visible
+
+
+def task_view_check(user, task) -> None:
+    """Reading a task, its rubric, versions, history and playground."""
+    if task.held_out and not can_read_holdout(user):
+        raise PermissionDenied("this task is held out for evaluation: reading it needs eval:read")
+    roles = user_roles(user)
+    if ADMIN in roles:
+        return
+    if REVIEWER in roles and task.status in REVIEWED_STATUSES:
+        return
+    if AUTHOR in roles and (task.author_id == user.pk or task.status == TaskStatus.APPROVED):
+        return
+    raise PermissionDenied("only the task's author, its reviewers and admins may read it")
 
 
 def _wrote(user, task) -> bool:
@@ -26,6 +76,8 @@ def task_create_check(user) -> None:
 
 
 def task_edit_check(user, task) -> None:
+    if task.held_out and not can_read_holdout(user):
+        raise PermissionDenied("this task is held out for evaluation: reading it needs eval:read")
     roles = user_roles(user)
     if ADMIN in roles:
         return
@@ -41,6 +93,7 @@ def task_retire_check(user) -> None:
 
 def review_check(user, task) -> None:
     """A reviewer (or admin) who neither authored the task nor made its current version."""
+    task_view_check(user, task)
     if not {REVIEWER, ADMIN} & user_roles(user):
         raise PermissionDenied("only reviewers and admins review tasks")
     if _wrote(user, task):
@@ -49,6 +102,7 @@ def review_check(user, task) -> None:
 
 def task_discuss_check(user, task) -> None:
     """Comments and reference runs: the task's author, reviewers and admins."""
+    task_view_check(user, task)
     roles = user_roles(user)
     if {REVIEWER, ADMIN} & roles:
         return

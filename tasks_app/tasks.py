@@ -11,7 +11,7 @@ from __future__ import annotations
 from celery import shared_task
 from django.conf import settings
 
-from tasks_app.services.calibration import calibration_item_execute, calibration_item_judge
+from tasks_app.services.calibration import calibration_item_execute, calibration_item_judge, calibration_items_sweep
 
 ROLLOUTS_QUEUE = "rollouts"
 JUDGING_QUEUE = "judging"
@@ -69,3 +69,9 @@ def calibration_item_enqueue(item_id: int) -> None:
 
 def calibration_item_judge_enqueue(item_id: int) -> None:
     judge_calibration_item.apply_async(args=[item_id], queue=judging_queue())
+
+
+@shared_task(name="tasks_app.tasks.sweep_calibration_items", ignore_result=True)
+def sweep_calibration_items() -> dict[str, int]:
+    """Celery beat: re-send lost or orphaned calibration items, finish settled runs, flag stalled ones."""
+    return calibration_items_sweep()

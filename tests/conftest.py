@@ -1,3 +1,4 @@
+import uuid
 from datetime import datetime
 
 import pytest
@@ -26,8 +27,10 @@ def pytest_collection_modifyitems(items):
 
 @pytest.fixture(autouse=True)
 def _world_clock(settings):
-    """Every test sees the port's fixed world clock, whatever the environment says."""
+    """Every test sees the port's fixed world clock, whatever the environment says; and counts its failed logins
+    on its own (the counts live in Redis, which outlives a test run)."""
     settings.WORLD_NOW = TEST_WORLD_NOW
+    settings.LOGIN_THROTTLE_KEY_PREFIX = f"test-login-failures-{uuid.uuid4().hex}"
 
 
 def _seed_test_world():

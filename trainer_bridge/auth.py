@@ -7,87 +7,44 @@ A view opts in with::
 
 ``request.auth`` is then the ``ApiToken`` (``request.auth.scopes``), ``request.api_scope`` the scope that let the
 request in, and ``TokenApiView`` writes one ``ApiTokenUse`` per request when it answers (refusals included).
-Staff users with a session (the Swagger UI page) pass every scope check; their requests are not token uses.
+A session (the Swagger UI page) holds the scopes its user was granted as permissions (``SESSION_SCOPE_PERMISSIONS``;
+admins hold them all, staff status none); its requests are not token uses.
 """
 
 from __future__ import annotations
 
-import hashlib
-
-from django.db import transaction
-from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
-from rest_framework import authentication, exceptions, permissions
+from rest_framework import authentication, permissions
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from trainer_bridge.models import SCOPES, ApiToken, ApiTokenUse, Scope
+from trainer_bridge.authentication import ApiTokenAuthentication, log_use, secret_digest
+from trainer_bridge.models import SCOPES, ApiToken, Scope
 
-KEYWORD = "Bearer"
+__all__ = ["ApiTokenAuthentication", "HasScope", "TokenApiView", "secret_digest", "session_scopes", "token_scopes"]
 
-
-def secret_digest(secret: str) -> str:
-    return hashlib.sha256(secret.encode()).hexdigest()
-
-
-def _log_use(*, token: ApiToken, request, status: int, scope: str = "") -> None:
-    now = timezone.now()
-    # Outside the request's own transaction fate: a refused request (rolled back) is still logged.
-    with transaction.atomic():
-        ApiTokenUse.objects.create(
-            token=token,
-            method=request.method[:10],
-            path=request.get_full_path()[:500],
-            status=status,
-            scope=scope[:20],
-        )
-        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+# The permission that grants each scope to a user's session; staff status alone grants none.
+SESSION_SCOPE_PERMISSIONS = {
+    Scope.TRAIN_READ: "trainer_bridge.scope_train_read",
+    Scope.EVAL_READ: "tasks_app.read_holdout",
+    Scope.EPISODES: "world_app.open_episode",
+    Scope.REWARD: "trainer_bridge.scope_reward",
+}
 
 
-class ApiTokenAuthentication(authentication.BaseAuthentication):
-    """``Authorization: Bearer <secret>``; an unknown or revoked secret is a 401."""
-
-    def authenticate(self, request: Request):
-        header = authentication.get_authorization_header(request).split()
-        if not header or header[0].lower() != KEYWORD.lower().encode():
-            return None
-        if len(header) != 2:
-            raise exceptions.AuthenticationFailed("Invalid Authorization header: send `Bearer <token>`.")
-        try:
-            secret = header[1].decode()
-        except UnicodeError:
-            raise exceptions.AuthenticationFailed("Invalid token.") from None
-        token = ApiToken.objects.select_related("created_by").filter(secret_sha256=secret_digest(secret)).first()
-        if token is None:
-            raise exceptions.AuthenticationFailed("Invalid token.")
-        if token.revoked_at is not None:
-            _log_use(token=token, request=request, status=401)
-            raise exceptions.AuthenticationFailed("This token was revoked.")
-        if token.created_by is None or not token.created_by.is_active:
-            _log_use(token=token, request=request, status=401)
-            raise exceptions.AuthenticationFailed("The token's owner is no longer active.")
-        request._api_token = token
-        return token.created_by, token
-
-    def authenticate_header(self, request: Request) -> str:
-        return f'{KEYWORD} realm="api"'
-
-
-def _is_staff_session(request: Request) -> bool:
-    user = request.user
-    if not (user and user.is_authenticated) or isinstance(request.auth, ApiToken):
-        return False
-    return bool(user.is_superuser or user.is_staff or user.groups.filter(name="admin").exists())
+def session_scopes(user) -> set[str]:
+    """The scopes a logged-in user holds without a token: those they were granted as permissions."""
+    if not (user and user.is_authenticated and user.is_active):
+        return set()
+    return {str(scope) for scope, permission in SESSION_SCOPE_PERMISSIONS.items() if user.has_perm(permission)}
 
 
 def token_scopes(request: Request) -> set[str]:
-    """The scopes this request holds: its token's, or all of them for a staff session."""
+    """The scopes this request holds: its token's, or a session user's granted ones."""
     if isinstance(request.auth, ApiToken):
         return set(request.auth.scopes or [])
-    if _is_staff_session(request):
-        return set(Scope.values)
-    return set()
+    return session_scopes(request.user)
 
 
 def HasScope(*scopes: str) -> type[permissions.BasePermission]:
@@ -127,14 +84,14 @@ class TokenApiView(APIView):
         response = super().finalize_response(request, response, *args, **kwargs)
         token = getattr(request, "_api_token", None)
         if token is not None:
-            _log_use(token=token, request=request, status=response.status_code, scope=getattr(request, "api_scope", ""))
+            log_use(token=token, request=request, status=response.status_code, scope=getattr(request, "api_scope", ""))
         return response
 
 
 class ApiTokenScheme(OpenApiAuthenticationExtension):
     """The bearer token in the OpenAPI document (and Swagger UI's Authorize button)."""
 
-    target_class = "trainer_bridge.auth.ApiTokenAuthentication"
+    target_class = "trainer_bridge.authentication.ApiTokenAuthentication"
     name = "bearerToken"
 
     def get_security_definition(self, auto_schema):

@@ -7,8 +7,12 @@ content of the task version it was made from, so editing the task later changes 
 
 from __future__ import annotations
 
+import secrets
+
 from django.conf import settings
 from django.db import models
+
+from world_app.credentials import Credential
 
 
 class Scope(models.TextChoices):
@@ -36,6 +40,13 @@ class ApiToken(models.Model):
     class Meta:
         ordering = ["-created_at"]
         verbose_name = "API token"
+        # A user granted one of these holds that scope with a session too (eval:read is tasks_app.read_holdout,
+        # episodes world_app.open_episode);
+        # being staff grants none of them.
+        permissions = [
+            ("scope_train_read", "Use the API with train:read from a session"),
+            ("scope_reward", "Use the API with reward from a session"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…)"
@@ -46,6 +57,15 @@ class ApiToken(models.Model):
 
     def has_scope(self, scope: str) -> bool:
         return scope in (self.scopes or [])
+
+    @property
+    def credential_key(self) -> str:
+        return f"token:{self.pk}"
+
+    @property
+    def episode_credential(self) -> Credential:
+        """What the world API and MCP see: this token's own episodes, with its scopes."""
+        return Credential(key=self.credential_key, user_id=self.created_by_id, scopes=frozenset(self.scopes or []))
 
 
 class ApiTokenUse(models.Model):
@@ -148,8 +168,15 @@ class ExportStatus(models.TextChoices):
     FAILED = "failed"
 
 
+def export_job_id() -> int:
+    """A random id (below 2**53, so JavaScript reads it exactly): job URLs tell nothing about other jobs."""
+    return secrets.randbelow(2**53 - 1) + 1
+
+
 class ExportJob(models.Model):
     """One file of one split of a frozen release in one format; made once, then served with its sha256 as ETag."""
+
+    id = models.BigIntegerField(primary_key=True, default=export_job_id, editable=False)
 
     release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="exports")
     split = models.CharField(max_length=10, choices=Split.choices)

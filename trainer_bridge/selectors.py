@@ -136,6 +136,9 @@ def release_manifest_for(*, release: Release, splits: set[str]) -> dict:
     manifest = release.manifest or {}
     visible = {name: info for name, info in (manifest.get("splits") or {}).items() if name in splits}
     strata = [s for s in manifest.get("strata", []) if s.get("split") in splits]
+    if set(manifest.get("splits") or {}) - set(splits):
+        # A split's target per stratum comes from the stratum's whole size: with its count it tells the other's.
+        strata = [{k: v for k, v in s.items() if k != "target"} for s in strata]
     return {
         "id": release.pk,
         "slug": release.slug,

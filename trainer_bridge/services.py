@@ -16,6 +16,7 @@ from django.utils import timezone
 from pydantic import ValidationError as PydanticValidationError
 
 from corecraft_site.canonical import canonical_json, canonical_sha256
+from tasks_app.models import Task
 from trainer_bridge import splits
 from trainer_bridge.auth import secret_digest
 from trainer_bridge.models import (
@@ -344,6 +345,8 @@ def release_freeze(*, release: Release, user=None) -> Release:
     release.status = ReleaseStatus.FROZEN
     release.frozen_at = timezone.now()
     release.save(update_fields=["tools", "contract_version", "contract", "manifest", "checksum", "status", "frozen_at"])
+    # From now on these tasks, their rubrics and episodes are for eval:read only, on every page and API.
+    Task.objects.filter(release_rows__release=release, release_rows__split=Split.HOLDOUT).update(held_out=True)
     return release
 
 

@@ -30,7 +30,9 @@ from trainer_bridge.models import ApiToken, Release, ReleaseRow, ReleaseStatus
 from trainer_bridge.selectors import release_row_criteria, release_row_get, release_row_payload, visible_splits
 from trainer_bridge.trainer_models import TrainerEpisode, TrainerEpisodeStatus
 from world_app.contract import agent_contract
+from world_app.credentials import Credential
 from world_app.episodes import episode_close, episode_create
+from world_app.episodes.owners import episodes_reachable
 from world_app.models import EpisodeStep, WorldSnapshot
 from world_app.tools.registry import call_tool_step
 
@@ -67,20 +69,21 @@ def release_row_for_scopes(*, release: str, row_id: int | str, scopes: Iterable[
     return row
 
 
-def trainer_episodes_visible(*, user, scopes: Iterable[str], staff: bool) -> QuerySet[TrainerEpisode]:
-    """The trainer episodes a requester may drive: its own tokens' (all for staff), on the splits it may read."""
+def trainer_episodes_visible(*, credential: Credential, scopes: Iterable[str]) -> QuerySet[TrainerEpisode]:
+    """The trainer episodes a requester may drive: those its credential opened (all for an admin session), on
+    the splits it may read."""
     episodes = TrainerEpisode.objects.select_related("release", "row").filter(split__in=visible_splits(set(scopes)))
-    if staff:
+    if credential.any_episode:
         return episodes
-    return episodes.filter(token__created_by=user)
+    return episodes.filter(episode__in=episodes_reachable(credential))
 
 
-def trainer_episode_get(*, episode_id: Any, user, scopes: Iterable[str], staff: bool) -> TrainerEpisode | None:
+def trainer_episode_get(*, episode_id: Any, credential: Credential, scopes: Iterable[str]) -> TrainerEpisode | None:
     try:
         found = uuid.UUID(str(episode_id))
     except (TypeError, ValueError, AttributeError):
         return None
-    return trainer_episodes_visible(user=user, scopes=scopes, staff=staff).filter(pk=found).first()
+    return trainer_episodes_visible(credential=credential, scopes=scopes).filter(pk=found).first()
 
 
 def row_tools(row: ReleaseRow) -> list[dict]:
@@ -120,13 +123,19 @@ def row_contract(row: ReleaseRow) -> dict:
 
 
 @transaction.atomic
-def trainer_episode_open(*, row: ReleaseRow, token: ApiToken | None) -> TrainerEpisode:
-    """A fresh world episode on the snapshot version the row was frozen with, linked to the row."""
+def trainer_episode_open(*, row: ReleaseRow, token: ApiToken | None, credential: Credential) -> TrainerEpisode:
+    """A fresh world episode on the snapshot version the row was frozen with, linked to the row, owned by
+    ``credential`` (the token's, or a session user's)."""
     version = (row.content or {}).get("snapshot_version")
     snapshot = WorldSnapshot.objects.defer("image").filter(version=version).first() if version else None
     if snapshot is None:
         raise RowSnapshotMissing(f"snapshot version {version!r} of this row is not published here")
-    episode = episode_create(snapshot=snapshot, label=f"release {row.release.slug} row {row.pk}"[:200])
+    episode = episode_create(
+        snapshot=snapshot,
+        label=f"release {row.release.slug} row {row.pk}"[:200],
+        owner_id=credential.user_id,
+        credential=credential.key,
+    )
     return TrainerEpisode.objects.create(episode=episode, release=row.release, row=row, split=row.split, token=token)
 
 
@@ -205,12 +214,16 @@ def trainer_episode_finish(
 ) -> TrainerEpisode:
     """Judge the episode against the row's frozen rubric, store the verdicts and reward, close the world episode.
 
-    Judging runs before any lock is taken (an LLM judge is slow); the write is one transaction. Finishing twice
-    with the same answer returns the first judgement (a retried request is safe); with another answer, or while
-    another request is finishing it with another answer, it raises ``EpisodeFinished``.
+    Serialised with the episode's tool calls: the world episode is closed first (under the engine's lock order,
+    the episode's hold then its row), and only then does the judge read its log. A step appends only while the
+    episode is open, so a call racing finish was either logged before the close (and is judged) or is refused
+    (``EpisodeClosed``). Finishing twice with the same answer returns the first judgement (a retried request is
+    safe, a closed episode is judged again if the first judging failed); with another answer, or while another
+    request is finishing it with another answer, it raises ``EpisodeFinished``.
     """
     if trainer_episode.status == TrainerEpisodeStatus.FINISHED:
         return _already_finished(trainer_episode, final_answer)
+    episode_close(trainer_episode.episode_id)
     judgement = trainer_episode_judge(
         trainer_episode=trainer_episode, final_answer=final_answer, client=client, options=options
     )
@@ -244,7 +257,6 @@ def _finish_store(
     locked.status = TrainerEpisodeStatus.FINISHED
     locked.finished_at = timezone.now()
     locked.save()
-    episode_close(locked.episode_id)
     return locked
 
 

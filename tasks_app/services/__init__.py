@@ -15,43 +15,21 @@ from django.db.models import Model
 from tasks_app.roles import ADMIN, AUTHOR, REVIEWER, ROLES
 
 # What each role may do: (models, Django permission actions). Models are "world:live" (every table of the
-# live world), "app_label.ModelName" or "app_label.*" (every model of an app). The admin role gets every
-# permission. Apps add their own models here (tasks, rubrics, releases) as they arrive.
-WORLD_HISTORY_MODELS = ("world_app.WorldSnapshot", "world_app.Episode", "world_app.EpisodeStep")
-CALIBRATION_MODELS = (
-    "tasks_app.ModelEndpoint",
-    "tasks_app.Rollout",
-    "tasks_app.CalibrationRun",
-    "tasks_app.CalibrationItem",
-    "tasks_app.TaskCalibration",
-)
-# Django permissions open the admin pages; who may do what to which task is decided in the services.
+# live world), "app_label.ModelName" or "app_label.*" (every model of an app).
+# Django permissions open the admin pages, and in the admin they are for the live world only: tasks, rubrics,
+# judge configurations, endpoints, tokens and episodes are read and changed through the pages, whose checks
+# (``tasks_app.permissions``) and services decide who may do what; the admin role holds every permission.
 ROLE_GRANTS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
     # Experts edit the live world; deleting world rows stays with admins.
     AUTHOR: (
         ("world:live", ("view", "add", "change")),
-        *((m, ("view",)) for m in WORLD_HISTORY_MODELS),
-        ("tasks_app.Task", ("view", "add", "change")),
-        ("tasks_app.TaskVersion", ("view", "add")),
-        ("tasks_app.Review", ("view",)),
-        ("tasks_app.Comment", ("view", "add")),
-        ("tasks_app.ReferenceRun", ("view", "add")),
-        # Issue 5: authors read how their tasks calibrate; runs and endpoints are configured by admins.
-        *((m, ("view",)) for m in CALIBRATION_MODELS),
-        ("rubrics_app.*", ("view", "add")),
+        ("world_app.WorldSnapshot", ("view",)),
+        ("world_app.Episode", ("open",)),  # their own episodes through the world API and MCP
     ),
     REVIEWER: (
         ("world:live", ("view",)),
-        *((m, ("view",)) for m in WORLD_HISTORY_MODELS),
-        ("tasks_app.*", ("view",)),
-        ("tasks_app.Task", ("change",)),
-        ("tasks_app.Review", ("add",)),
-        ("tasks_app.Comment", ("add",)),
-        ("tasks_app.ReferenceRun", ("add",)),
-        ("rubrics_app.*", ("view",)),
-        # Issue 5: reviewers start calibration runs and label judge verdicts.
-        ("tasks_app.CalibrationRun", ("add", "change")),
-        ("rubrics_app.VerdictLabel", ("add", "change")),
+        ("world_app.WorldSnapshot", ("view",)),
+        ("world_app.Episode", ("open",)),
     ),
 }
 

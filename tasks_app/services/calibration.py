@@ -23,13 +23,16 @@ import importlib.util
 import logging
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import timedelta
 from typing import Any
 
 import psycopg
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, F, Q
+from django.db.models import Count, F, Max, Q
 from django.utils import timezone
+from kombu.exceptions import OperationalError as BrokerUnavailable
 
 from tasks_app.models import (
     CalibrationItem,
@@ -161,11 +164,24 @@ def calibration_run_create(
 # --- starting, cancelling, resuming ------------------------------------------------------------------------
 
 
-def _enqueue_items(item_ids: list[int]) -> None:
+def _enqueue_items(item_ids: list[int]) -> int:
+    """Hand the items' messages to the broker, stamping each one sent; returns how many were sent.
+
+    A broker that is down is no error here: the items stay queued with an old (or no) stamp, and the sweeper
+    (``calibration_items_sweep``, on Celery beat) sends them once the broker is back.
+    """
     from tasks_app.tasks import calibration_item_enqueue
 
+    sent = 0
     for item_id in item_ids:
-        calibration_item_enqueue(item_id)
+        try:
+            calibration_item_enqueue(item_id)
+        except (BrokerUnavailable, OSError) as exc:
+            logger.warning("broker unavailable, %d items wait for the sweeper: %s", len(item_ids) - sent, exc)
+            break
+        CalibrationItem.objects.filter(pk=item_id).update(enqueued_at=timezone.now())
+        sent += 1
+    return sent
 
 
 @transaction.atomic
@@ -283,7 +299,7 @@ def _item_rollout(item: CalibrationItem) -> Rollout:
 
 def _item_settle(item_id: int, *, status: str, error: str = "") -> bool:
     settled = CalibrationItem.objects.filter(pk=item_id, status=CalibrationItemStatus.RUNNING).update(
-        status=status, error=error[:2000]
+        status=status, error=error[:2000], settled_at=timezone.now()
     )
     return settled == 1
 
@@ -345,6 +361,72 @@ def calibration_item_judge(*, item_id: int) -> str:
         _item_settle(item_id, status=CalibrationItemStatus.DONE)
     calibration_run_finish_check(run_id=item.run_id)
     return "done"
+
+
+# --- the sweeper: faults heal without a person --------------------------------------------------------------
+
+
+def _item_unheld(item_id: int) -> bool:
+    """No live process works on the item: neither of its advisory locks is held (a dead worker's died with it)."""
+    with _lock_connection() as lock_connection:
+        for namespace in (EXECUTE_LOCK, JUDGE_LOCK):
+            taken = lock_connection.execute("SELECT pg_try_advisory_lock(%s, %s)", [namespace, item_id]).fetchone()[0]
+            if not taken:
+                return False
+            lock_connection.execute("SELECT pg_advisory_unlock(%s, %s)", [namespace, item_id])
+    return True
+
+
+def _stall_reason(*, run_id: int, now, stall_after_s: int) -> str:
+    """Why the run makes no progress, or "" when an item was claimed or settled within ``stall_after_s``."""
+    items = CalibrationItem.objects.filter(run_id=run_id)
+    marks = items.aggregate(claimed=Max("claimed_at"), settled=Max("settled_at"), enqueued=Max("enqueued_at"))
+    started = CalibrationRun.objects.filter(pk=run_id).values_list("started_at", flat=True).first()
+    last = max((m for m in (marks["claimed"], marks["settled"], started) if m is not None), default=None)
+    if last is None or (now - last).total_seconds() < stall_after_s:
+        return ""
+    queued = items.filter(status=CalibrationItemStatus.QUEUED).count()
+    running = items.filter(status=CalibrationItemStatus.RUNNING).count()
+    idle_s = int((now - last).total_seconds())
+    broker = "never reached the broker" if marks["enqueued"] is None else "sent to the broker"
+    return (
+        f"stalled: no worker has made progress for {idle_s} s ({queued} queued, {running} running; the latest "
+        f"messages were {broker}). Is a worker running on the rollouts and judging queues, and is Redis up? "
+        "The sweeper re-sends the items by itself."
+    )
+
+
+def calibration_items_sweep(*, now=None) -> dict[str, int]:
+    """Heal running runs: re-enqueue items whose claim expired with nobody holding them (a killed worker) and
+    queued items whose message is old or was never sent (a broker that lost its data or was down), finish runs
+    whose items have all settled, and say on each run whether it is stalled. Idempotent; Celery beat runs it.
+    """
+    now = now or timezone.now()
+    claim_timeout = timedelta(seconds=settings.CALIBRATION_CLAIM_TIMEOUT_S)
+    requeue_after = timedelta(seconds=settings.CALIBRATION_REQUEUE_AFTER_S)
+    running_runs = list(CalibrationRun.objects.filter(status=CalibrationRunStatus.RUNNING).values_list("pk", flat=True))
+    items = CalibrationItem.objects.filter(run_id__in=running_runs)
+    expired = items.filter(status=CalibrationItemStatus.RUNNING, claimed_at__lt=now - claim_timeout)
+    orphans = [item_id for item_id in expired.values_list("pk", flat=True) if _item_unheld(item_id)]
+    unsent = list(
+        items.filter(status=CalibrationItemStatus.QUEUED)
+        .filter(Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=now - requeue_after))
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    sent = _enqueue_items(orphans + unsent) if orphans or unsent else 0
+    finished = sum(calibration_run_finish_check(run_id=run_id) for run_id in running_runs)
+    stalled = 0
+    for run_id in running_runs:
+        reason = _stall_reason(run_id=run_id, now=now, stall_after_s=settings.CALIBRATION_STALL_AFTER_S)
+        stalled += bool(reason)
+        CalibrationRun.objects.filter(pk=run_id, status=CalibrationRunStatus.RUNNING).exclude(
+            stalled_reason=reason
+        ).update(stalled_reason=reason)
+    CalibrationRun.objects.exclude(status=CalibrationRunStatus.RUNNING).exclude(stalled_reason="").update(
+        stalled_reason=""
+    )
+    return {"orphans": len(orphans), "unsent": len(unsent), "sent": sent, "finished": finished, "stalled": stalled}
 
 
 def calibration_run_finish_check(*, run_id: int) -> bool:

@@ -47,6 +47,8 @@ from tasks_app.permissions import (
     task_discuss_check,
     task_edit_check,
     task_retire_check,
+    task_view_check,
+    task_visible_q,
 )
 from tasks_app.roles import ADMIN, AUTHOR, user_roles
 from tasks_app.selectors import reference_run_latest, task_history, task_version_diff
@@ -96,7 +98,7 @@ def task_list_page(request: HttpRequest) -> HttpResponse:
     """Every task, filtered by a GET form; htmx requests get the table only."""
     form = TaskFilterForm(request.GET)
     filters = form.filters()
-    paginator = Paginator(task_list(**filters), PAGE_SIZE)
+    paginator = Paginator(task_list(**filters).filter(task_visible_q(request.user)), PAGE_SIZE)
     page = paginator.get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
@@ -303,11 +305,11 @@ def _conflict(task: Task, form: TaskForm, exc: TaskConflict) -> dict[str, Any]:
 def criterion_validate(request: HttpRequest) -> HttpResponse:
     """Check one criterion block of the editor (htmx, on change): its feedback and each field's errors come back,
     never its inputs, so nothing typed meanwhile is lost."""
+    if not {AUTHOR, ADMIN} & user_roles(request.user):
+        raise PermissionDenied("only authors and admins write criteria")
     prefix = request.POST.get("validate", "")
     if not PREFIX.match(prefix):
         return HttpResponse("Unknown criterion.", status=400)
-    if not {AUTHOR, ADMIN} & user_roles(request.user):
-        raise PermissionDenied("only authors and admins write criteria")
     draft = criterion_draft_from_post(request.POST, prefix)
     draft.check()
     context = _criterion_context(draft)
@@ -330,6 +332,7 @@ def _history_template() -> str | None:
 @forbidden_as_page
 def task_detail_page(request: HttpRequest, task_id: int) -> HttpResponse:
     task = _load(task_id)
+    task_view_check(request.user, task)
     user = request.user
     version = task.current_version
     criteria = version_criteria(version=version)

@@ -43,7 +43,7 @@ from tasks_app.models import (
     TaskType,
     TaskVersion,
 )
-from tasks_app.permissions import is_admin
+from tasks_app.permissions import is_admin, task_view_check
 from tasks_app.roles import ADMIN, REVIEWER, user_roles
 from tasks_app.services.calibration import calibration_runs_item_counts
 
@@ -744,6 +744,7 @@ def task_page(request: HttpRequest, task_id: int) -> HttpResponse:
     """A task version's calibration: pass@k, pass^k, reward spread, criteria, flags, difficulty, its rollouts."""
     _member_check(request.user)
     task = get_object_or_404(Task.objects.select_related("current_version"), pk=task_id)
+    task_view_check(request.user, task)
     versions = list(task.versions.order_by("-number").only("id", "number", "task_id"))
     if not versions:
         raise Http404("This task has no version yet.")

@@ -342,6 +342,7 @@ def release(request: HttpRequest, task_id: int) -> HttpResponse:
 def decide(request: HttpRequest, task_id: int) -> HttpResponse:
     """Approve, request changes or reject; an empty comment where one is needed is a form error keeping the rest."""
     task = _load(task_id)
+    review_check(request.user, task)  # before anything: the refused get no page of the task
     choice = request.POST.get("decision", "")
     comment = request.POST.get("comment", "")
     if choice not in DECISIONS:

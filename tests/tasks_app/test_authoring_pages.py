@@ -8,7 +8,7 @@ from django.urls import reverse
 from rubrics_app.models import Criterion
 from tasks_app.models import Comment, Task, TaskStatus
 from tasks_app.services.reviews import comment_add
-from tasks_app.services.tasks import task_update
+from tasks_app.services.tasks import task_submit_for_review, task_update
 from tests.tasks_app.factories import (
     LLM_CRITERION,
     RESPONSE_CRITERION,
@@ -100,6 +100,7 @@ def test_list_filters_by_status_type_family_author_and_text(client, writer, snap
     task_make(user=writer, snapshot=snapshot, title="Refund a dead PSU", family="returns")
     other = task_make(snapshot=snapshot, title="Track a late parcel", task_type="communication", family="shipping")
     task_in_review(snapshot=snapshot, title="Recommend a GPU", family="shipping")
+    client.force_login(admin())  # an admin sees every task; what the others see is tested below
     page = client.get(reverse("tasks:list"))
     assert page.status_code == 200
     assert {"Refund a dead PSU", "Track a late parcel", "Recommend a GPU"} <= set(
@@ -133,6 +134,7 @@ def test_list_costs_the_same_queries_for_many_tasks(client, writer, snapshot, dj
     others = [author(), author()]
     for n in range(4):
         task_make(user=others[n % 2], snapshot=snapshot, title=f"Few {n}")
+    client.force_login(admin())
     with django_assert_max_num_queries(9) as few:
         client.get(reverse("tasks:list"))
     for n in range(30):
@@ -433,16 +435,46 @@ def test_task_page_actions_follow_the_users_permissions(client, snapshot):
     client.force_login(owner)
     body = client.get(url).content.decode()
     assert 'id="edit-task"' in body and 'id="submit-review"' in body and 'id="retire-task"' not in body
-    client.force_login(reviewer())
-    body = client.get(url).content.decode()
-    assert 'id="edit-task"' not in body and 'id="submit-review"' not in body and 'id="open-playground"' in body
-    assert 'id="open-review"' not in body  # a draft is not in review
     client.force_login(admin())
     body = client.get(url).content.decode()
     assert 'id="edit-task"' in body and 'id="retire-task"' in body
     client.force_login(user_with_role(None))
+    assert client.get(url).status_code == 403
+    client.force_login(reviewer())
+    assert client.get(url).status_code == 403  # a draft is its author's: reviewers see what they review
+    task_submit_for_review(task=task, user=owner)
     body = client.get(url).content.decode()
-    assert 'id="open-playground"' not in body
+    assert 'id="edit-task"' not in body and 'id="submit-review"' not in body and 'id="open-playground"' in body
+
+
+def test_each_role_lists_and_reads_only_its_tasks(client, snapshot):
+    """Authors: their own tasks and approved ones outside any holdout; reviewers: what was submitted; a task
+    held out by a frozen release only with eval:read (admins hold it), its rubric included."""
+    owner, someone = author(), author()
+    mine = task_make(user=owner, snapshot=snapshot, title="Mine, a draft")
+    theirs = task_make(user=someone, snapshot=snapshot, title="Theirs, a draft")
+    submitted = task_in_review(user=someone, snapshot=snapshot, title="Theirs, in review")
+    approved = task_make(user=someone, snapshot=snapshot, title="Theirs, approved")
+    held = task_make(user=owner, snapshot=snapshot, title="Mine, held out")
+    Task.objects.filter(pk=approved.pk).update(status=TaskStatus.APPROVED)
+    Task.objects.filter(pk=held.pk).update(status=TaskStatus.APPROVED, held_out=True)
+    everyone = {mine, theirs, submitted, approved, held}
+    seen = {
+        owner: {mine, approved},
+        reviewer(): {submitted, approved},
+        admin(): everyone,
+        user_with_role(None): set(),
+    }
+    for user, visible in seen.items():
+        client.force_login(user)
+        listed = {t.pk for t in client.get(reverse("tasks:list")).context["page"].object_list}
+        assert listed == {t.pk for t in visible}, user
+        for task in everyone:
+            status = client.get(reverse("tasks:detail", args=[task.pk])).status_code
+            assert status == (200 if task in visible else 403), (user, task.title)
+    client.force_login(owner)
+    refused = client.get(reverse("tasks:detail", args=[held.pk]))
+    assert b"held out for evaluation" in refused.content and b"Where is my order" not in refused.content
 
 
 def test_submit_and_retire_from_the_task_page(client, writer, snapshot):

@@ -76,8 +76,13 @@ ACTIONS = {
     "comment": (_in_review, lambda task, user: comment_add(task=task, user=user, body="Hm"),
                 {"owner", "reviewer", "admin"}),
     # Allowed actors get past the permission check to "record the calls first" (no solution was recorded).
+    # A draft is its author's until it is submitted: reviewers see what they review, not drafts.
     "reference_run": (_draft, lambda task, user: reference_solution_run(version=task.current_version, user=user),
-                      {"owner", "reviewer", "admin"}),
+                      {"owner", "admin"}),
+    "reference_run_in_review": (
+        _in_review, lambda task, user: reference_solution_run(version=task.current_version, user=user),
+        {"owner", "reviewer", "admin"},
+    ),
 }  # fmt: skip
 
 

@@ -8,7 +8,7 @@ import pytest
 from django.test import override_settings
 from django.urls import reverse
 
-from tasks_app.models import ReferenceRun
+from tasks_app.models import ReferenceRun, Task, TaskStatus
 from tasks_app.services.tasks import task_update
 from tests.conftest import TEST_WORLD_NOW
 from tests.tasks_app.factories import admin, author, reviewer, task_make
@@ -216,6 +216,8 @@ def test_reviewers_try_tools_and_run_references_but_do_not_save(client, snapshot
     owner = author()
     task = backorder_task(user=owner, snapshot=snapshot, order=order)
     client.force_login(reviewer())
+    assert client.get(reverse("tasks:playground", args=[task.pk])).status_code == 403  # a draft is the author's
+    Task.objects.filter(pk=task.pk).update(status=TaskStatus.IN_REVIEW)  # what reviewers review
     page = client.get(reverse("tasks:playground", args=[task.pk])).content.decode()
     assert 'id="pg-save"' not in page and "Only the task's author or an admin" in page
     assert 'id="pg-result"' in call(client, task, "get_order_details", order_id=order.pk).content.decode()

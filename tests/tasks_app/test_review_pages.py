@@ -269,6 +269,8 @@ def test_the_author_cannot_claim_their_own_task(client, snapshot):
 def test_claiming_a_draft_is_a_message_not_an_error(client, snapshot):
     task = task_make(snapshot=snapshot)
     client.force_login(reviewer())
+    assert client.post(page_url(task, "review:claim")).status_code == 403  # a draft is not theirs to see
+    client.force_login(admin())
     response = client.post(page_url(task, "review:claim"), follow=True)
     assert response.status_code == 200 and "only a task in review can be claimed" in response.content.decode()
 

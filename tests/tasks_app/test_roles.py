@@ -47,8 +47,15 @@ def test_migrate_gave_the_groups_their_permissions():
         assert f"delete_{name}" not in author
         assert f"view_{name}" in reviewer
         assert not {f"add_{name}", f"change_{name}", f"delete_{name}"} & reviewer
-    assert {"view_worldsnapshot", "view_episode"} <= author & reviewer
+    assert {"view_worldsnapshot", "open_episode"} <= author & reviewer
     assert "add_worldsnapshot" not in author
+    # In the admin, authors and reviewers hold the live world only: never tasks, rubrics, judge configurations,
+    # endpoints, tokens, releases, or anyone's episodes; and no scope of the API with their session.
+    world_codes = {code for model in WORLD_MODELS for code in (f"view_{model._meta.model_name}",
+                   f"add_{model._meta.model_name}", f"change_{model._meta.model_name}")}  # fmt: skip
+    assert author - world_codes == {"view_worldsnapshot", "open_episode"}
+    assert reviewer - world_codes == {"view_worldsnapshot", "open_episode"}
+    assert {"read_holdout", "drive_any_episode", "scope_train_read", "scope_reward"} <= admin
     assert admin == set(Permission.objects.values_list("codename", flat=True))
 
 
@@ -244,3 +251,14 @@ def test_reviewer_reads_json_indented(client, world):
     client.force_login(user_in(REVIEWER))
     body = client.get(reverse("admin:world_app_product_change", args=[world.cpu.pk])).content.decode()
     assert '<pre class="json-view">{\n  &quot;socket&quot;: &quot;AM5&quot;,\n  &quot;cores&quot;: 8,' in body
+
+
+@pytest.mark.django_db
+def test_login_is_throttled_per_name_after_repeated_failures(client, settings):
+    demo_users_ensure()
+    for _ in range(settings.LOGIN_FAILURES_PER_NAME):
+        assert client.post(reverse("login"), {"username": "author", "password": "nope"}).status_code == 200
+    # Locked now, even with the right password; another name is not.
+    locked = client.post(reverse("login"), {"username": "Author", "password": "corecraft-author"})
+    assert locked.status_code == 429 and "Too many failed attempts" in locked.content.decode()
+    assert client.post(reverse("login"), {"username": "reviewer", "password": "corecraft-reviewer"}).status_code == 302

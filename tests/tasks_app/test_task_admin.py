@@ -8,7 +8,7 @@ from django.urls import reverse
 from rubrics_app.models import Criterion
 from tasks_app.models import Comment, ReferenceRun, Review, Task, TaskStatus, TaskVersion
 from tasks_app.services.reviews import comment_add
-from tests.tasks_app.factories import admin, author, reviewer, task_in_review, task_make
+from tests.tasks_app.factories import admin, author, reviewer, task_in_review
 
 pytestmark = pytest.mark.django_db
 
@@ -37,7 +37,7 @@ def test_every_model_has_a_searchable_list_and_a_read_only_page(client, model):
 
 def test_claim_and_approve_actions_call_the_services(client):
     task = task_in_review()
-    who = staff(reviewer())
+    who = staff(admin())
     client.force_login(who)
     url = reverse("admin:tasks_app_task_changelist")
     response = client.post(url, {"action": "claim", "_selected_action": [task.pk]}, follow=True)
@@ -47,13 +47,22 @@ def test_claim_and_approve_actions_call_the_services(client):
     assert task.status == TaskStatus.APPROVED and Review.objects.get(task=task).reviewer == who
 
 
+def test_authors_and_reviewers_have_no_task_admin(client):
+    """The admin is for the live world; tasks are worked on through the pages and their checks."""
+    task = task_in_review()
+    for user in (staff(author()), staff(reviewer())):
+        client.force_login(user)
+        assert client.get(reverse("admin:tasks_app_task_changelist")).status_code == 403
+        assert client.get(reverse("admin:tasks_app_task_change", args=[task.pk])).status_code == 403
+
+
 def test_a_refused_action_says_why(client):
-    writer = staff(author())
-    task = task_make(user=writer)
-    client.force_login(writer)
-    response = client.post(
-        reverse("admin:tasks_app_task_changelist"), {"action": "retire", "_selected_action": [task.pk]}, follow=True
-    )
-    assert "only admins retire tasks" in response.content.decode()
+    boss = staff(admin())
+    task = task_in_review(user=boss)
+    client.force_login(boss)
+    url = reverse("admin:tasks_app_task_changelist")
+    client.post(url, {"action": "claim", "_selected_action": [task.pk]})
+    response = client.post(url, {"action": "approve", "_selected_action": [task.pk]}, follow=True)
+    assert "nobody reviews a task they authored" in response.content.decode()
     task.refresh_from_db()
-    assert task.status == TaskStatus.DRAFT
+    assert task.status == TaskStatus.IN_REVIEW

@@ -314,9 +314,10 @@ def test_schemathesis_finds_no_server_error_in_the_trainer_api(tw, wsgi_in_test_
     statuses: dict[int, int] = {}
     for operation in operations:
         for mode in (schemathesis.GenerationMode.POSITIVE, schemathesis.GenerationMode.NEGATIVE):
-            open_id = str(trainer_episode_open(row=row, token=token).episode_id)
+            open_id = str(trainer_episode_open(row=row, token=token, credential=token.episode_credential).episode_id)
             finished = trainer_episode_finish(
-                trainer_episode=trainer_episode_open(row=row, token=token), final_answer="x"
+                trainer_episode=trainer_episode_open(row=row, token=token, credential=token.episode_credential),
+                final_answer="x",
             )
             real_ids = st.sampled_from([None, open_id, str(finished.episode_id)])
 

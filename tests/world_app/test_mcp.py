@@ -26,8 +26,9 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from tests.factories import SupportTicketFactory, small_world
+from tests.factories import SupportTicketFactory, UserFactory, small_world
 from tests.processes import ROOT, app_process_env
+from trainer_bridge.services import api_token_create, api_token_revoke
 from world_app.episodes import episode_close, episode_create, episode_diff
 from world_app.models import EpisodeStep, SupportTicket
 from world_app.snapshots import snapshot_publish
@@ -56,11 +57,29 @@ MCP_ACCEPT = {"accept": "application/json, text/event-stream"}
 
 @pytest.fixture
 def mcp_world() -> dict:
-    """A small world whose customer has 24 open tickets, published as a snapshot the servers can load."""
+    """A small world whose customer has 24 open tickets, published as a snapshot the servers can load; and the
+    bearer tokens of two trainers (``episodes``), of a reader without it, and a revoked one."""
     rows = small_world()
     rows["tickets"] = [rows["ticket"], *SupportTicketFactory.create_batch(EXTRA_TICKETS, customer=rows["customer"])]
     rows["snapshot"] = snapshot_publish(note="mcp test world")
+    owner = UserFactory(username="mcp-trainer")
+    rows["token"] = api_token_create(name="mcp", scopes=["episodes"], created_by=owner).secret
+    rows["other_token"] = api_token_create(name="mcp other", scopes=["episodes"], created_by=owner).secret
+    rows["reader_token"] = api_token_create(name="reader", scopes=["train:read"], created_by=owner).secret
+    revoked = api_token_create(name="revoked", scopes=["episodes"], created_by=owner)
+    api_token_revoke(token=revoked.token)
+    rows["revoked_token"] = revoked.secret
     return rows
+
+
+def bearer(secret: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {secret}"}
+
+
+def mcp_client(url: str, secret: str, **kwargs) -> Client:
+    """The SDK client on ``url`` with the bearer token (its own HTTP client, closed with the session)."""
+    http = httpx2.AsyncClient(headers=bearer(secret), timeout=CALL_TIMEOUT_S)
+    return Client(streamable_http_client(url, http_client=http), read_timeout_seconds=CALL_TIMEOUT_S, **kwargs)
 
 
 def _free_port() -> int:
@@ -161,26 +180,51 @@ def unwrap_mcp_error(group: BaseExceptionGroup) -> MCPError:
 
 async def first_server(base: str, world: dict) -> dict:
     ticket_id = world["ticket"].pk
-    async with httpx2.AsyncClient(timeout=CALL_TIMEOUT_S) as http:
+    token = world["token"]
+    async with httpx2.AsyncClient(headers=bearer(token), timeout=CALL_TIMEOUT_S) as http:
         mine = await create_episode(http, base, label="mcp e2e")
         other = await create_episode(http, base)
         unknown = f"{base}/mcp/episodes/{uuid.uuid4()}"
         raw_unknown = await http.post(unknown, json=INITIALIZE, headers=MCP_ACCEPT)
         raw_unnamed = await http.post(f"{base}/mcp", json=INITIALIZE, headers=MCP_ACCEPT)
         bad_version = await http.post(f"{base}/mcp/episodes", json={"snapshot_version": 999})
+        foreign_host = await http.post(f"{base}/mcp/episodes", json={}, headers={"Host": "evil.example"})
+        foreign_origin = await http.post(
+            mine["mcp_url"], json=INITIALIZE, headers={**MCP_ACCEPT, "Origin": "http://evil.example"}
+        )
+    async with httpx2.AsyncClient(timeout=CALL_TIMEOUT_S) as anonymous:
+        no_token = await anonymous.post(mine["mcp_url"], json=INITIALIZE, headers=MCP_ACCEPT)
+        no_token_create = await anonymous.post(f"{base}/mcp/episodes", json={})
+        metadata = await anonymous.get(f"{base}/.well-known/oauth-protected-resource/mcp")
+        bad = {}
+        for name in ("revoked_token", "reader_token", "other_token"):
+            answer = await anonymous.post(
+                mine["mcp_url"], json=INITIALIZE, headers={**MCP_ACCEPT, **bearer(world[name])}
+            )
+            bad[name] = (answer.status_code, answer.headers.get("www-authenticate", ""), answer.text)
+        bad["unknown_token"] = (
+            await anonymous.post(
+                mine["mcp_url"], json=INITIALIZE, headers={**MCP_ACCEPT, **bearer("cc_not-a-real-token")}
+            )
+        ).status_code
 
-    out: dict = {"mine": mine, "other": other}
+    out: dict = {"mine": mine, "other": other, "bad": bad}
     out["raw_unknown"] = (raw_unknown.status_code, raw_unknown.json())
     out["raw_unnamed"] = (raw_unnamed.status_code, raw_unnamed.json())
     out["bad_version"] = bad_version.status_code
+    out["foreign_host"] = foreign_host.status_code
+    out["foreign_origin"] = foreign_origin.status_code
+    out["no_token"] = (no_token.status_code, no_token.headers.get("www-authenticate", ""))
+    out["no_token_create"] = no_token_create.status_code
+    out["metadata"] = (metadata.status_code, metadata.json())
     try:
-        async with Client(unknown, mode="legacy", read_timeout_seconds=CALL_TIMEOUT_S):
+        async with mcp_client(unknown, token, mode="legacy"):
             out["unknown_error"] = None
     except BaseExceptionGroup as group:
         out["unknown_error"] = unwrap_mcp_error(group).message
 
     # The handshake era (initialize), as the issue names it.
-    async with Client(mine["mcp_url"], mode="legacy", read_timeout_seconds=CALL_TIMEOUT_S) as client:
+    async with mcp_client(mine["mcp_url"], token, mode="legacy") as client:
         out["server_name"] = client.server_info.name
         out["instructions"] = client.instructions
         listed = await client.list_tools()
@@ -194,7 +238,7 @@ async def first_server(base: str, world: dict) -> dict:
         out["unknown_tool"] = await call(client, "delete_everything", {})
 
     # A second connection to another episode; the default client mode (the 2026 era: no initialize).
-    async with Client(other["mcp_url"], read_timeout_seconds=CALL_TIMEOUT_S) as client:
+    async with mcp_client(other["mcp_url"], token) as client:
         out["other_protocol"] = client.protocol_version
         out["other_sees"] = await ticket_status(client, ticket_id)
     return out
@@ -204,12 +248,12 @@ async def second_server(base: str, mine_url_path: str, first_base: str, world: d
     """Another process serves the same episode: it sees the first write, and its write is seen by the first."""
     ticket_id, second_ticket_id = world["ticket"].pk, world["tickets"][1].pk
     out: dict = {}
-    async with Client(f"{base}{mine_url_path}", read_timeout_seconds=CALL_TIMEOUT_S) as client:
+    async with mcp_client(f"{base}{mine_url_path}", world["token"]) as client:
         out["sees_first_write"] = await ticket_status(client, ticket_id)
         out["write"] = await call(
             client, "update_ticket_status", {"ticket_id": second_ticket_id, "status": "pending_customer"}
         )
-    async with Client(f"{first_base}{mine_url_path}", read_timeout_seconds=CALL_TIMEOUT_S) as client:
+    async with mcp_client(f"{first_base}{mine_url_path}", world["token"]) as client:
         out["first_sees_second_write"] = await ticket_status(client, second_ticket_id)
     return out
 
@@ -218,12 +262,13 @@ async def restarted_server(base: str, mine: dict, other: dict, world: dict) -> d
     ticket_ids = [world["ticket"].pk, world["tickets"][1].pk]
     out: dict = {}
     # The episode named by header on the fixed /mcp endpoint this time.
+    headers = {"X-Corecraft-Episode": mine["episode_id"], **bearer(world["token"])}
     async with (
-        httpx2.AsyncClient(headers={"X-Corecraft-Episode": mine["episode_id"]}, timeout=CALL_TIMEOUT_S) as http,
+        httpx2.AsyncClient(headers=headers, timeout=CALL_TIMEOUT_S) as http,
         Client(streamable_http_client(f"{base}/mcp", http_client=http), read_timeout_seconds=CALL_TIMEOUT_S) as client,
     ):
         out["mine"] = [await ticket_status(client, t) for t in ticket_ids]
-    async with Client(f"{base}/mcp/episodes/{other['episode_id']}", read_timeout_seconds=CALL_TIMEOUT_S) as client:
+    async with mcp_client(f"{base}/mcp/episodes/{other['episode_id']}", world["token"]) as client:
         out["closed_call"] = await call(client, "search_tickets", {"query": ticket_ids[0]})
     return out
 
@@ -250,6 +295,31 @@ def test_mcp_over_streamable_http_end_to_end(mcp_world):
         assert first["bad_version"] == 404
         assert first["unknown_error"] is not None
         assert "no episode" in first["unknown_error"]
+
+        # Only the token that opened an episode reaches it; no token is a 401 that names the metadata document.
+        status, challenge = first["no_token"]
+        metadata_url = f"{first_base}/.well-known/oauth-protected-resource/mcp"
+        assert status == 401
+        assert challenge.startswith("Bearer ") and f'resource_metadata="{metadata_url}"' in challenge
+        assert first["no_token_create"] == 401
+        assert first["metadata"] == (
+            200,
+            {
+                "resource": f"{first_base}/mcp",
+                "bearer_methods_supported": ["header"],
+                "scopes_supported": ["episodes"],
+                "resource_name": "Corecraft Computers support tools (Corecraft Studio)",
+            },
+        )
+        assert first["bad"]["revoked_token"][0] == 401
+        assert 'error="invalid_token"' in first["bad"]["revoked_token"][1]
+        assert first["bad"]["unknown_token"] == 401
+        assert first["bad"]["reader_token"][0] == 403
+        assert 'error="insufficient_scope"' in first["bad"]["reader_token"][1]
+        assert first["bad"]["other_token"][0] == 404  # another token's episode is like a missing one
+        # Host and Origin are checked on every request, episode creation included.
+        assert first["foreign_host"] == 421
+        assert first["foreign_origin"] == 403
 
         assert first["server_name"] == "corecraft-computers"
         assert "offset + limit" in first["instructions"]

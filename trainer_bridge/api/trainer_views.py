@@ -47,7 +47,9 @@ from trainer_bridge.trainer_services import (
 from world_app.api.exceptions import Conflict, _flatten, error_body
 from world_app.api.parsers import StrictJSONParser
 from world_app.api.views import ApiErrorSerializer
+from world_app.credentials import Credential
 from world_app.episodes import EpisodeClosed, EpisodeError
+from world_app.episodes.owners import credential_of
 
 logger = logging.getLogger(__name__)
 TAGS = ["trainer"]
@@ -73,10 +75,15 @@ def _is_token(request: Request) -> bool:
     return isinstance(request.auth, ApiToken)
 
 
+def _credential(request: Request) -> Credential:
+    credential = credential_of(auth=request.auth, user=request.user)
+    if credential is None:  # the permission classes let only authenticated requests in
+        raise exceptions.NotAuthenticated()
+    return credential
+
+
 def _episode_or_404(request: Request, episode_id: Any) -> TrainerEpisode:
-    found = trainer_episode_get(
-        episode_id=episode_id, user=request.user, scopes=token_scopes(request), staff=not _is_token(request)
-    )
+    found = trainer_episode_get(episode_id=episode_id, credential=_credential(request), scopes=token_scopes(request))
     if found is None:
         raise exceptions.NotFound(f"no episode {str(episode_id)[:60]!r} for this token", code="episode_not_found")
     return found
@@ -121,7 +128,9 @@ class TrainerEpisodeOpenApi(TokenApiView):
         if row is None:
             raise exceptions.NotFound("no such row in a frozen release for this token", code="row_not_found")
         try:
-            opened = trainer_episode_open(row=row, token=request.auth if _is_token(request) else None)
+            opened = trainer_episode_open(
+                row=row, token=request.auth if _is_token(request) else None, credential=_credential(request)
+            )
         except TrainerEpisodeError as exc:
             raise _conflict(exc) from None
         body = {
@@ -283,9 +292,8 @@ class RewardBatchApi(TokenApiView):
         valid = item.validated_data
         found = trainer_episode_get(
             episode_id=valid["episode_id"],
-            user=request.user,
+            credential=_credential(request),
             scopes=token_scopes(request),
-            staff=not _is_token(request),
         )
         if found is None:
             return _item_error(index, valid["episode_id"], "episode_not_found", "no such episode for this token")

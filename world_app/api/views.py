@@ -13,7 +13,7 @@ from typing import Any
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
-from rest_framework import exceptions, serializers, status
+from rest_framework import exceptions, permissions, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -32,7 +32,9 @@ from world_app.api.selectors import (
     snapshot_versions,
 )
 from world_app.api.services import episode_tool_call
+from world_app.credentials import Credential
 from world_app.episodes import episode_close, episode_create, episode_diff, episode_state_checksum
+from world_app.episodes.owners import credential_of, episode_reachable
 from world_app.models import Episode, WorldSnapshot
 from world_app.tools import all_tools, get_tool, tool_schemas
 
@@ -64,7 +66,7 @@ def _error(description: str) -> OpenApiResponse:
 
 
 AUTH_ERRORS = {
-    401: _error("No credentials, or bad ones: send `Authorization: Token <key>` or a session cookie."),
+    401: _error("No credentials, or bad ones: send `Authorization: Bearer <token>` or a session cookie."),
     403: _error("Authenticated but not allowed (a session POST without a CSRF token, for one)."),
 }
 EPISODE_NOT_FOUND = {404: _error("No episode with that id (a malformed id included).")}
@@ -98,7 +100,33 @@ def _episode_id(raw: str) -> uuid.UUID:
     try:
         return uuid.UUID(raw)
     except ValueError:
-        raise exceptions.NotFound(f"no episode {raw!r}: an episode id is a UUID", code="episode_not_found") from None
+        shown = raw[:60].replace("\x00", "\\0")
+        raise exceptions.NotFound(f"no episode {shown!r}: an episode id is a UUID", code="episode_not_found") from None
+
+
+def request_credential(request: Request) -> Credential | None:
+    return credential_of(auth=request.auth, user=request.user)
+
+
+class EpisodesAccess(permissions.BasePermission):
+    """The ``episodes`` scope: a token holding it, or a user granted ``world_app.open_episode``."""
+
+    message = "This credential lacks the scope: needs episodes."
+
+    def has_permission(self, request, view) -> bool:
+        credential = request_credential(request)
+        if credential is None or not credential.may_open_episodes:
+            return False
+        request.episode_credential = credential
+        return True
+
+
+def _owned_episode_id(request: Request, raw: str) -> uuid.UUID:
+    """The episode's id when this request's credential may reach it; otherwise the same 404 as a missing one."""
+    found_id = _episode_id(raw)
+    if not episode_reachable(credential=request.episode_credential, episode_id=found_id):
+        raise exceptions.NotFound(f"no episode {raw[:60]!r} for this credential", code="episode_not_found")
+    return found_id
 
 
 # --- snapshots ------------------------------------------------------------------------------------------------
@@ -208,6 +236,7 @@ def _episode_data(request: Request, episode_id: uuid.UUID) -> dict:
 
 
 class EpisodeCreateApi(APIView):
+    permission_classes = [EpisodesAccess]
     parser_classes = [StrictJSONParser]
 
     class InputSerializer(serializers.Serializer):
@@ -249,11 +278,19 @@ class EpisodeCreateApi(APIView):
         serializer.is_valid(raise_exception=True)
         version = serializer.validated_data.get("snapshot_version")
         snapshot = snapshot_get(version=version) if version is not None else None
-        episode = episode_create(snapshot=snapshot, label=serializer.validated_data["label"])
+        credential = request.episode_credential
+        episode = episode_create(
+            snapshot=snapshot,
+            label=serializer.validated_data["label"],
+            owner_id=credential.user_id,
+            credential=credential.key,
+        )
         return Response(_episode_data(request, episode.pk), status=status.HTTP_201_CREATED)
 
 
 class EpisodeDetailApi(APIView):
+    permission_classes = [EpisodesAccess]
+
     @extend_schema(
         operation_id="episodes_retrieve",
         summary="An episode's status and step count",
@@ -262,7 +299,7 @@ class EpisodeDetailApi(APIView):
         tags=["episodes"],
     )
     def get(self, request: Request, episode_id: str) -> Response:
-        return Response(_episode_data(request, _episode_id(episode_id)))
+        return Response(_episode_data(request, _owned_episode_id(request, episode_id)))
 
 
 # --- tools ----------------------------------------------------------------------------------------------------
@@ -350,6 +387,7 @@ def _unstorable_text(value: Any, path: str = "body") -> str | None:
 
 
 class EpisodeToolCallApi(APIView):
+    permission_classes = [EpisodesAccess]
     parser_classes = [StrictJSONParser]
 
     class OutputSerializer(serializers.Serializer):
@@ -381,7 +419,7 @@ class EpisodeToolCallApi(APIView):
         tags=["episodes"],
     )
     def post(self, request: Request, episode_id: str, name: str) -> Response:
-        found_id = _episode_id(episode_id)
+        found_id = _owned_episode_id(request, episode_id)
         if get_tool(name) is None:
             raise exceptions.NotFound(
                 f"there is no tool named {name!r}; GET /api/v1/tools/ lists them", code="unknown_tool"
@@ -413,6 +451,8 @@ class EpisodeToolCallApi(APIView):
 
 
 class EpisodeStepListApi(APIView):
+    permission_classes = [EpisodesAccess]
+
     class InputSerializer(serializers.Serializer):
         class Meta:
             ref_name = "EpisodeStepQuery"
@@ -447,7 +487,7 @@ class EpisodeStepListApi(APIView):
         tags=["episodes"],
     )
     def get(self, request: Request, episode_id: str) -> Response:
-        found_id = _episode_id(episode_id)
+        found_id = _owned_episode_id(request, episode_id)
         query = self.InputSerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         if not episode_exists(episode_id=found_id):
@@ -472,6 +512,8 @@ DIFF_SCHEMA = inline_serializer(
 
 
 class EpisodeDiffApi(APIView):
+    permission_classes = [EpisodesAccess]
+
     class OutputSerializer(serializers.Serializer):
         class Meta:
             ref_name = "EpisodeDiffOutcome"
@@ -490,7 +532,7 @@ class EpisodeDiffApi(APIView):
         tags=["episodes"],
     )
     def get(self, request: Request, episode_id: str) -> Response:
-        found_id = _episode_id(episode_id)
+        found_id = _owned_episode_id(request, episode_id)
         diff = episode_diff(found_id)
         episode = episode_get(episode_id=found_id)
         data = {
@@ -504,6 +546,8 @@ class EpisodeDiffApi(APIView):
 
 
 class EpisodeStateChecksumApi(APIView):
+    permission_classes = [EpisodesAccess]
+
     class OutputSerializer(serializers.Serializer):
         class Meta:
             ref_name = "EpisodeStateChecksum"
@@ -521,7 +565,7 @@ class EpisodeStateChecksumApi(APIView):
         tags=["episodes"],
     )
     def get(self, request: Request, episode_id: str) -> Response:
-        found_id = _episode_id(episode_id)
+        found_id = _owned_episode_id(request, episode_id)
         checksum = episode_state_checksum(found_id)
         snapshot_checksum = snapshot_checksum_of_episode(episode_id=found_id)
         data = {
@@ -534,6 +578,7 @@ class EpisodeStateChecksumApi(APIView):
 
 
 class EpisodeCloseApi(APIView):
+    permission_classes = [EpisodesAccess]
     parser_classes = [StrictJSONParser]
 
     class OutputSerializer(serializers.Serializer):
@@ -555,7 +600,7 @@ class EpisodeCloseApi(APIView):
         tags=["episodes"],
     )
     def post(self, request: Request, episode_id: str) -> Response:
-        found_id = _episode_id(episode_id)
+        found_id = _owned_episode_id(request, episode_id)
         closed = episode_close(found_id)
         data = {
             "episode": _episode_data(request, found_id),

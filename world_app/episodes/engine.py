@@ -151,14 +151,19 @@ def _catch_up(hot: HotEpisode) -> None:
 
 
 @transaction.atomic
-def episode_create(*, snapshot: WorldSnapshot | None = None, label: str = "") -> Episode:
-    """A new episode on ``snapshot`` (None: the latest), its private world ready in this process."""
+def episode_create(
+    *, snapshot: WorldSnapshot | None = None, label: str = "", owner_id: int | None = None, credential: str = ""
+) -> Episode:
+    """A new episode on ``snapshot`` (None: the latest), its private world ready in this process.
+
+    ``owner_id`` and ``credential`` say who opened it (``world_app.episodes.owners``); none for internal ones.
+    """
     if snapshot is None:
         # world_app.snapshots imports this package; importing it at call time keeps either import order working.
         from world_app.snapshots import snapshot_latest
 
         snapshot = snapshot_latest()
-    episode = Episode.objects.create(snapshot=snapshot, label=label)
+    episode = Episode.objects.create(snapshot=snapshot, label=label, owner_id=owner_id, credential=credential)
     episode_cache.checkin(episode_cache.add_and_checkout(_hot_new(episode.pk, snapshot.pk)))
     return episode
 

@@ -6,7 +6,9 @@ import uuid
 
 from django.db import close_old_connections
 
+from world_app.credentials import Credential
 from world_app.episodes import episode_create
+from world_app.episodes.owners import episode_reachable
 from world_app.models import Episode, WorldSnapshot
 from world_app.snapshots import snapshot_latest
 
@@ -15,8 +17,11 @@ class SnapshotVersionUnknown(LookupError):
     pass
 
 
-def mcp_episode_create(*, snapshot_version: int | None = None, label: str = "") -> tuple[uuid.UUID, int]:
-    """A new episode on that snapshot version (None: the latest); returns its id and the version.
+def mcp_episode_create(
+    *, snapshot_version: int | None = None, label: str = "", credential: Credential | None = None
+) -> tuple[uuid.UUID, int]:
+    """A new episode on that snapshot version (None: the latest), owned by ``credential``; returns its id and
+    the version.
 
     Raises ``SnapshotVersionUnknown``, or ``SnapshotNotPublished`` when no snapshot exists at all.
     """
@@ -28,8 +33,22 @@ def mcp_episode_create(*, snapshot_version: int | None = None, label: str = "") 
             snapshot = WorldSnapshot.objects.defer("image").filter(version=snapshot_version).first()
             if snapshot is None:
                 raise SnapshotVersionUnknown(f"no world snapshot version {snapshot_version}")
-        episode = episode_create(snapshot=snapshot, label=label or "mcp")
+        episode = episode_create(
+            snapshot=snapshot,
+            label=label or "mcp",
+            owner_id=credential.user_id if credential else None,
+            credential=credential.key if credential else "",
+        )
         return episode.pk, snapshot.version
+    finally:
+        close_old_connections()
+
+
+def mcp_episode_reachable(episode_id: uuid.UUID, credential: Credential) -> bool:
+    """Whether the episode exists and ``credential`` may reach it (the same answer for both misses)."""
+    close_old_connections()
+    try:
+        return episode_reachable(credential=credential, episode_id=episode_id)
     finally:
         close_old_connections()
 

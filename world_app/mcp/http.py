@@ -5,6 +5,14 @@
 - ``/mcp/episodes/<uuid>/mcp`` (and ``/mcp/episodes/<uuid>``): the MCP endpoint of that episode. The form
   ending in ``/mcp`` is for clients that insist on it (the MCP Inspector rewrites a URL's end to ``/mcp``).
 - ``/mcp`` with header ``X-Corecraft-Episode: <uuid>``: the same, for clients with a fixed URL.
+- ``/.well-known/oauth-protected-resource[/mcp]``: the protected-resource metadata (RFC 9728).
+
+Every request but the metadata carries ``Authorization: Bearer <token>`` (the same scoped tokens as the API;
+``episodes`` needed), as the MCP authorization spec asks of a resource server: none, or a bad one, is a 401 whose
+``WWW-Authenticate`` names the metadata document; tokens are issued by the studio (admin, ``manage.py
+api_token``), there is no authorization server here. An episode is reachable only by the credential that opened
+it (another's is a 404, like an unknown one). Host and Origin are checked on every request against the
+configured public URL, and ``mcp_url`` is built from that URL, never from the request.
 
 The SDK's session manager runs stateless: the episode named by the request is the only state, and it lives
 in Postgres. A request to an unknown episode is answered before any MCP handling with a JSON-RPC error for
@@ -17,25 +25,77 @@ from __future__ import annotations
 import contextlib
 import json
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 import mcp_types as types
 from asgiref.sync import sync_to_async
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from world_app.mcp.episodes import SnapshotVersionUnknown, mcp_episode_create, mcp_episode_status
+from world_app.credentials import EPISODES_SCOPE, Credential
+from world_app.mcp.episodes import (
+    SnapshotVersionUnknown,
+    mcp_episode_create,
+    mcp_episode_reachable,
+)
 from world_app.mcp.server import EPISODE_STATE_KEY, mcp_server_build
 from world_app.snapshots import SnapshotNotPublished
 
 EPISODE_HEADER = "x-corecraft-episode"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+METADATA_PATH = "/.well-known/oauth-protected-resource"
+CREDENTIAL_STATE_KEY = "corecraft_credential"
+# Verifies a bearer secret: the credential it stands for, or None for an unknown or revoked one (sync, ORM).
+CredentialVerifier = Callable[[str], Credential | None]
+
+
+@dataclass(frozen=True)
+class McpSite:
+    """Where this server is reached from outside (configuration, never a request header), and what it accepts."""
+
+    public_url: str
+    allowed_hosts: tuple[str, ...]
+    allowed_origins: tuple[str, ...]
+
+    @classmethod
+    def build(cls, *, public_url: str, extra_hosts: tuple[str, ...] = ()) -> McpSite:
+        parts = urlsplit(public_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"the MCP public URL must be an http(s) URL with a host, not {public_url!r}")
+        public_url = f"{parts.scheme}://{parts.netloc}{parts.path.rstrip('/')}"
+        hosts = {parts.netloc, *extra_hosts}
+        origins = {f"{parts.scheme}://{parts.netloc}"}
+        if parts.hostname in LOOPBACK_HOSTS:
+            hosts |= {"127.0.0.1:*", "localhost:*", "[::1]:*"}
+            origins |= {"http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"}
+        return cls(public_url=public_url, allowed_hosts=tuple(sorted(hosts)), allowed_origins=tuple(sorted(origins)))
+
+    @property
+    def resource(self) -> str:
+        return f"{self.public_url}/mcp"
+
+    @property
+    def metadata_url(self) -> str:
+        parts = urlsplit(self.resource)
+        return f"{parts.scheme}://{parts.netloc}{METADATA_PATH}{parts.path}"
+
+    def episode_url(self, episode_id: uuid.UUID) -> str:
+        return f"{self.public_url}/mcp/episodes/{episode_id}/mcp"
+
+    def transport_security(self) -> TransportSecuritySettings:
+        return TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=list(self.allowed_hosts),
+            allowed_origins=list(self.allowed_origins),
+        )
 
 
 class EpisodeCreateInput(BaseModel):
@@ -68,6 +128,59 @@ async def _refusal(request: Request, message: str, *, data: dict) -> Response:
     return JSONResponse(errors if isinstance(payload, list) else errors[0], status_code=200)
 
 
+def _scope_credential(scope: Scope) -> Credential:
+    return scope["state"][CREDENTIAL_STATE_KEY]
+
+
+class BearerGuard:
+    """Host/Origin, then the bearer token, on every request but the metadata document; the credential goes on."""
+
+    def __init__(self, app: ASGIApp, *, site: McpSite, verify: CredentialVerifier) -> None:
+        self.app = app
+        self.site = site
+        self.verify = verify
+        self.security = TransportSecurityMiddleware(site.transport_security())
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        refused = await self.security.validate_request(request, is_post=request.method == "POST")
+        if refused is not None:
+            await refused(scope, receive, send)
+            return
+        if scope["path"].startswith(METADATA_PATH):
+            await self.app(scope, receive, send)
+            return
+        header = request.headers.get("authorization", "")
+        scheme, _, secret = header.partition(" ")
+        if scheme.lower() != "bearer" or not secret.strip():
+            await self._challenge("invalid_request", "send Authorization: Bearer <token> (an API token)", 401)(
+                scope, receive, send
+            )
+            return
+        credential = await sync_to_async(self.verify, thread_sensitive=True)(secret.strip())
+        if credential is None:
+            await self._challenge("invalid_token", "Invalid token.", 401)(scope, receive, send)
+            return
+        if not credential.may_open_episodes:
+            await self._challenge("insufficient_scope", f"this token lacks the scope: needs {EPISODES_SCOPE}", 403)(
+                scope, receive, send
+            )
+            return
+        scope = {**scope, "state": {**scope.get("state", {}), CREDENTIAL_STATE_KEY: credential}}
+        await self.app(scope, receive, send)
+
+    def _challenge(self, error: str, description: str, status: int) -> Response:
+        challenge = (
+            f'Bearer error="{error}", error_description="{description}", '
+            f'resource_metadata="{self.site.metadata_url}", scope="{EPISODES_SCOPE}"'
+        )
+        body = {"error": error, "error_description": description, "resource_metadata": self.site.metadata_url}
+        return JSONResponse(body, status_code=status, headers={"WWW-Authenticate": challenge})
+
+
 class EpisodeMcpEndpoint:
     """Resolves the episode a request names, then hands the request to the SDK's stateless transport."""
 
@@ -86,28 +199,23 @@ class EpisodeMcpEndpoint:
             episode_id = uuid.UUID(named)
         except ValueError:
             episode_id = None
-        if episode_id is None or await sync_to_async(mcp_episode_status, thread_sensitive=True)(episode_id) is None:
-            message = f"no episode {named}: create one with POST /mcp/episodes and use its mcp_url"
-            response = await _refusal(Request(scope, receive), message, data={"episode_id": named})
+        reachable = episode_id is not None and await sync_to_async(mcp_episode_reachable, thread_sensitive=True)(
+            episode_id, _scope_credential(scope)
+        )
+        if not reachable:
+            # Another user's episode is answered like an unknown one.
+            message = f"no episode {named[:60]}: create one with POST /mcp/episodes and use its mcp_url"
+            response = await _refusal(Request(scope, receive), message, data={"episode_id": named[:60]})
             await response(scope, receive, send)
             return
         scope = {**scope, "state": {**scope.get("state", {}), EPISODE_STATE_KEY: episode_id}}
         await self.manager.handle_request(scope, receive, send)
 
 
-def mcp_http_app(*, host: str = "127.0.0.1", snapshot_version: int | None = None) -> Starlette:
+def mcp_http_app(*, site: McpSite, verify: CredentialVerifier, snapshot_version: int | None = None) -> ASGIApp:
     """The ASGI app; ``snapshot_version`` is what ``POST /mcp/episodes`` uses when the body names none."""
-    # As the SDK does for its own apps: on a loopback address, refuse other Host/Origin headers (DNS rebinding).
-    security = None
-    if host in LOOPBACK_HOSTS:
-        security = TransportSecuritySettings(
-            enable_dns_rebinding_protection=True,
-            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
-        )
-    manager = StreamableHTTPSessionManager(
-        app=mcp_server_build(), stateless=True, json_response=True, security_settings=security
-    )
+    # Host/Origin are checked by BearerGuard before anything (DNS rebinding); the SDK's own check would repeat it.
+    manager = StreamableHTTPSessionManager(app=mcp_server_build(), stateless=True, json_response=True)
     endpoint = EpisodeMcpEndpoint(manager)
 
     async def create_episode(request: Request) -> Response:
@@ -120,23 +228,35 @@ def mcp_http_app(*, host: str = "127.0.0.1", snapshot_version: int | None = None
         wanted = data.snapshot_version if data.snapshot_version is not None else snapshot_version
         try:
             episode_id, version = await sync_to_async(mcp_episode_create, thread_sensitive=True)(
-                snapshot_version=wanted, label=data.label
+                snapshot_version=wanted, label=data.label, credential=_scope_credential(request.scope)
             )
         except SnapshotVersionUnknown as exc:
             return JSONResponse({"error": str(exc)}, status_code=404)
         except SnapshotNotPublished as exc:
             return JSONResponse({"error": str(exc)}, status_code=409)
-        url = str(request.url_for("mcp_episode_mcp", episode_id=str(episode_id)))
+        url = site.episode_url(episode_id)
         body = {"episode_id": str(episode_id), "mcp_url": url, "snapshot_version": version}
         return JSONResponse(body, status_code=201, headers={"Location": url})
+
+    async def resource_metadata(request: Request) -> Response:
+        # RFC 9728. No authorization_servers: tokens are issued by the studio itself (admin, manage.py api_token).
+        body = {
+            "resource": site.resource,
+            "bearer_methods_supported": ["header"],
+            "scopes_supported": [EPISODES_SCOPE],
+            "resource_name": "Corecraft Computers support tools (Corecraft Studio)",
+        }
+        return JSONResponse(body, headers={"Cache-Control": "public, max-age=300"})
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with manager.run():
             yield
 
-    return Starlette(
+    app = Starlette(
         routes=[
+            Route(METADATA_PATH, resource_metadata, methods=["GET"]),
+            Route(f"{METADATA_PATH}/mcp", resource_metadata, methods=["GET"]),
             Route("/mcp/episodes", create_episode, methods=["POST"], name="mcp_episode_create"),
             Route("/mcp/episodes/{episode_id}/mcp", endpoint, name="mcp_episode_mcp"),
             Route("/mcp/episodes/{episode_id}", endpoint, name="mcp_episode"),
@@ -144,3 +264,4 @@ def mcp_http_app(*, host: str = "127.0.0.1", snapshot_version: int | None = None
         ],
         lifespan=lifespan,
     )
+    return BearerGuard(app, site=site, verify=verify)

@@ -55,9 +55,20 @@ class Episode(models.Model):
     # Filled on close so a closed episode's outcome reads without rebuilding it.
     final_diff = models.JSONField(null=True, blank=True)
     final_checksum = models.CharField(max_length=64, blank=True)
+    # Who opened it: the user, and the credential ("user:<id>" for a session, "token:<id>" for an API or MCP
+    # token). Only that user (any of their credentials), or an admin, reaches it through the APIs; internal
+    # ones (rollouts, the playground) have no owner and are reached by admins only.
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="episodes"
+    )
+    credential = models.CharField(max_length=64, blank=True, db_index=True, editable=False)
 
     class Meta:
         ordering = ["-created_at"]
+        permissions = [
+            ("open_episode", "Open and drive episodes of its own (the episodes scope of a session)"),
+            ("drive_any_episode", "Read, drive and close anyone's episode"),
+        ]
 
     def __str__(self) -> str:
         return f"episode {self.id} on {self.snapshot}"

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 from django.test import override_settings
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from tests.conftest import TEST_WORLD_NOW, _seed_test_world
 from tests.factories import UserFactory
+from trainer_bridge.services import api_token_create
 from world_app.episodes.cache import episode_cache
 from world_app.models import Customer, Episode, WorldSnapshot
 from world_app.snapshots import snapshot_publish
@@ -41,5 +41,7 @@ def api_user(db):
 @pytest.fixture
 def api_client(api_user) -> APIClient:
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=api_user).key}")
+    issued = api_token_create(name="api tests", scopes=["episodes"], created_by=api_user)
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {issued.secret}")
+    client.token = issued.token
     return client

@@ -67,13 +67,13 @@ def new_ticket_and_agent() -> tuple[str, str]:
 def test_every_endpoint_requires_credentials(method, path):
     response = getattr(APIClient(), method)(path, format="json")
     error = assert_error(response, 401, "not_authenticated")
-    assert "Token" in response["WWW-Authenticate"]
+    assert response["WWW-Authenticate"].startswith("Bearer")
     assert error["fields"] == {}
 
 
 def test_a_wrong_token_is_refused():
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION="Token not-a-real-token")
+    client.credentials(HTTP_AUTHORIZATION="Bearer cc_not-a-real-token")
     assert_error(client.get("/api/v1/tools/"), 401, "authentication_failed")
 
 

@@ -15,10 +15,10 @@ from django.db import close_old_connections
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
-from rest_framework.authtoken.models import Token
 from schemathesis.checks import not_a_server_error
 
 from tests.factories import UserFactory
+from trainer_bridge.services import api_token_create
 from world_app.episodes import episode_close, episode_create
 from world_app.models import EpisodeStep
 
@@ -45,7 +45,9 @@ def _episode_api_schema(app):
 
 
 def test_no_generated_request_gets_a_server_error(snapshot, wsgi_in_test_transaction):
-    headers = {"Authorization": f"Token {Token.objects.create(user=UserFactory(username='fuzzer')).key}"}
+    issued = api_token_create(name="fuzzer", scopes=["episodes"], created_by=UserFactory(username="fuzzer"))
+    headers = {"Authorization": f"Bearer {issued.secret}"}
+    owned = {"owner_id": issued.token.created_by_id, "credential": issued.token.credential_key}
     schema = _episode_api_schema(wsgi_in_test_transaction)
     operations = [result.ok() for result in schema.get_all_operations()]
     assert len(operations) == 11
@@ -54,8 +56,8 @@ def test_no_generated_request_gets_a_server_error(snapshot, wsgi_in_test_transac
 
     for operation in operations:
         for mode in MODES:
-            open_episode = episode_create(snapshot=snapshot, label="schemathesis")
-            closed_episode = episode_close(episode_create(snapshot=snapshot, label="schemathesis closed"))
+            open_episode = episode_create(snapshot=snapshot, label="schemathesis", **owned)
+            closed_episode = episode_close(episode_create(snapshot=snapshot, label="schemathesis closed", **owned))
             real_ids = st.sampled_from([None, str(open_episode.pk), str(closed_episode.pk)])
 
             @settings(

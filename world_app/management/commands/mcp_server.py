@@ -4,11 +4,13 @@ import uuid
 
 import anyio
 import uvicorn
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
+from django.utils.module_loading import import_string
 
 from world_app.mcp.episodes import SnapshotVersionUnknown, mcp_episode_create, mcp_episode_status
-from world_app.mcp.http import mcp_http_app
+from world_app.mcp.http import LOOPBACK_HOSTS, McpSite, mcp_http_app
 from world_app.mcp.stdio import mcp_stdio_serve
 from world_app.models import Episode, WorldSnapshot
 from world_app.snapshots import SnapshotNotPublished
@@ -30,9 +32,16 @@ class Command(BaseCommand):
             type=int,
             help="Snapshot version of the episodes this server creates (default: the latest).",
         )
+        parser.add_argument(
+            "--public-url",
+            default=None,
+            help="The URL clients reach this server at (default: MCP_PUBLIC_URL, else http://HOST:PORT on loopback).",
+        )
         parser.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
 
-    def handle(self, *args, transport: str, host: str, port: int, episode, snapshot_version, log_level, **options):
+    def handle(
+        self, *args, transport: str, host: str, port: int, episode, snapshot_version, log_level, public_url, **options
+    ):
         if snapshot_version is not None and not WorldSnapshot.objects.filter(version=snapshot_version).exists():
             raise CommandError(f"no world snapshot version {snapshot_version}")
         if transport == "stdio":
@@ -44,14 +53,33 @@ class Command(BaseCommand):
             raise CommandError("--episode is for stdio: over HTTP each request names its episode in the URL")
         # stdout stays free for whoever runs this; the server talks on stderr like uvicorn does.
         self.stderr.write(
-            f"MCP (streamable HTTP) on http://{host}:{port}: POST /mcp/episodes, then use /mcp/episodes/<id>"
+            f"MCP (streamable HTTP) on http://{host}:{port}: POST /mcp/episodes, then use /mcp/episodes/<id> "
+            "(Authorization: Bearer <an API token with the episodes scope>)"
         )
         if log_level != "debug":
             # Stateless mode ends a transport per request, and the SDK logs each end at INFO.
             logging.getLogger("mcp.server.streamable_http").setLevel(logging.WARNING)
-        app = mcp_http_app(host=host, snapshot_version=snapshot_version)
+        site = self._site(host=host, port=port, public_url=public_url)
+        app = mcp_http_app(
+            site=site, verify=import_string(settings.MCP_CREDENTIAL_VERIFIER), snapshot_version=snapshot_version
+        )
         connections.close_all()
         uvicorn.run(app, host=host, port=port, log_level=log_level, lifespan="on")
+
+    def _site(self, *, host: str, port: int, public_url: str | None) -> McpSite:
+        public_url = public_url or settings.MCP_PUBLIC_URL
+        if not public_url:
+            if host not in LOOPBACK_HOSTS:
+                raise CommandError(
+                    f"--host {host} is reachable from other machines: set MCP_PUBLIC_URL (or --public-url) to the "
+                    "URL clients use, so that Host/Origin are checked against it and mcp_url is built from it"
+                )
+            shown = f"[{host}]" if ":" in host else host
+            public_url = f"http://{shown}:{port}"
+        try:
+            return McpSite.build(public_url=public_url, extra_hosts=tuple(settings.MCP_ALLOWED_HOSTS))
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
 
     def _stdio_episode(self, episode: str | None, snapshot_version: int | None) -> uuid.UUID:
         """The episode to serve; a new one is announced on stderr (stdout is the MCP stream)."""
