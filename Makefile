@@ -57,7 +57,9 @@ demo: install services demo-stop
 	@echo "Corecraft Studio is running at http://$(HOST):$(PORT)/  (admin: http://$(HOST):$(PORT)/admin/)"
 	@echo "Tool reference: http://$(HOST):$(PORT)/world/tools/   API docs: http://$(HOST):$(PORT)/api/docs/"
 	@echo "MCP server: POST http://$(HOST):$(MCP_PORT)/mcp/episodes for an episode, then streamable HTTP at its mcp_url"
+	@echo "  (every MCP and API request: Authorization: Bearer <token>; a demo token of the admin user follows)"
 	@$(PY) manage.py create_demo_users --print-only
+	@$(PY) manage.py api_token create --name "demo $$(date -u +%Y-%m-%dT%H:%M:%S)" --scopes train:read,episodes,reward --user admin
 	@echo "Logs in .run/ ; stop with: make demo-stop"
 
 demo-stop:

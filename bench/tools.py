@@ -440,11 +440,13 @@ def _wait_until_up(port: int, process: subprocess.Popen, timeout_s: float = 60) 
 
 
 def _token() -> str:
+    """A fresh API token (episodes scope) of the bench user: the world API takes the same bearer tokens."""
     from django.contrib.auth import get_user_model
-    from rest_framework.authtoken.models import Token
+
+    from trainer_bridge.services import api_token_create
 
     user, _ = get_user_model().objects.get_or_create(username=BENCH_USER)
-    return Token.objects.get_or_create(user=user)[0].key
+    return api_token_create(name="bench/tools.py", scopes=["episodes"], created_by=user).secret
 
 
 def _request(conn: http.client.HTTPConnection, method: str, path: str, headers: dict, body: dict | None = None):
@@ -458,7 +460,7 @@ def bench_http(snapshot, samples: int) -> dict[str, dict]:
     server = _server(port)
     try:
         _wait_until_up(port, server)
-        headers = {"Authorization": f"Token {_token()}", "Content-Type": "application/json"}
+        headers = {"Authorization": f"Bearer {_token()}", "Content-Type": "application/json"}
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
         status, episode = _request(
             conn, "POST", "/api/v1/episodes/", headers, {"snapshot_version": snapshot.version, "label": LABEL}
