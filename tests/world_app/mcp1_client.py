@@ -1,6 +1,6 @@
 """An MCP 1.x SDK client (run by ``.venv-mcp1``'s Python, never imported by the suite): prints what it sees.
 
-    python tests/world_app/mcp1_client.py UNKNOWN_URL CLOSED_URL OPEN_URL
+    MCP_TOKEN=cc_... python tests/world_app/mcp1_client.py UNKNOWN_URL CLOSED_URL OPEN_URL
 
 Prints one JSON line: the error an unknown episode raises, a tool call in a closed episode, and the tool count
 and one call in an open episode.
@@ -8,6 +8,7 @@ and one call in an open episode.
 
 import asyncio
 import json
+import os
 import sys
 from datetime import timedelta
 
@@ -16,6 +17,8 @@ from mcp.client.streamable_http import streamablehttp_client
 from mcp.shared.exceptions import McpError
 
 TIMEOUT = timedelta(seconds=30)
+# The bearer token every MCP request carries (MCP_TOKEN in the environment).
+HEADERS = {"Authorization": f"Bearer {os.environ.get('MCP_TOKEN', '')}"}
 
 
 def mcp_error(exc: BaseException) -> McpError | None:
@@ -29,7 +32,10 @@ def mcp_error(exc: BaseException) -> McpError | None:
 
 
 async def session_call(url: str, name: str, arguments: dict) -> dict:
-    async with streamablehttp_client(url) as (read, write, _), ClientSession(read, write, TIMEOUT) as session:
+    async with (
+        streamablehttp_client(url, headers=HEADERS) as (read, write, _),
+        ClientSession(read, write, TIMEOUT) as session,
+    ):
         await session.initialize()
         tools = await session.list_tools()
         result = await session.call_tool(name, arguments)
@@ -39,7 +45,10 @@ async def session_call(url: str, name: str, arguments: dict) -> dict:
 async def main(unknown_url: str, closed_url: str, open_url: str) -> dict:
     out: dict = {}
     try:
-        async with streamablehttp_client(unknown_url) as (read, write, _), ClientSession(read, write, TIMEOUT) as s:
+        async with (
+            streamablehttp_client(unknown_url, headers=HEADERS) as (read, write, _),
+            ClientSession(read, write, TIMEOUT) as s,
+        ):
             await s.initialize()
         out["unknown"] = None
     except (McpError, BaseExceptionGroup) as exc:  # the SDK may wrap it in its task groups

@@ -58,13 +58,14 @@ MCP_ACCEPT = {"accept": "application/json, text/event-stream"}
 @pytest.fixture
 def mcp_world() -> dict:
     """A small world whose customer has 24 open tickets, published as a snapshot the servers can load; and the
-    bearer tokens of two trainers (``episodes``), of a reader without it, and a revoked one."""
+    bearer tokens of a trainer and of another user (``episodes``), of a reader without it, and a revoked one."""
     rows = small_world()
     rows["tickets"] = [rows["ticket"], *SupportTicketFactory.create_batch(EXTRA_TICKETS, customer=rows["customer"])]
     rows["snapshot"] = snapshot_publish(note="mcp test world")
-    owner = UserFactory(username="mcp-trainer")
+    owner = rows["owner"] = UserFactory(username="mcp-trainer")
     rows["token"] = api_token_create(name="mcp", scopes=["episodes"], created_by=owner).secret
-    rows["other_token"] = api_token_create(name="mcp other", scopes=["episodes"], created_by=owner).secret
+    stranger = UserFactory(username="mcp-other-trainer")
+    rows["other_token"] = api_token_create(name="mcp other", scopes=["episodes"], created_by=stranger).secret
     rows["reader_token"] = api_token_create(name="reader", scopes=["train:read"], created_by=owner).secret
     revoked = api_token_create(name="revoked", scopes=["episodes"], created_by=owner)
     api_token_revoke(token=revoked.token)
@@ -316,7 +317,9 @@ def test_mcp_over_streamable_http_end_to_end(mcp_world):
         assert first["bad"]["unknown_token"] == 401
         assert first["bad"]["reader_token"][0] == 403
         assert 'error="insufficient_scope"' in first["bad"]["reader_token"][1]
-        assert first["bad"]["other_token"][0] == 404  # another token's episode is like a missing one
+        # Another user's episode is answered like an unknown one: a JSON-RPC error for the request.
+        other_status, _, other_text = first["bad"]["other_token"]
+        assert other_status == 200 and "no episode" in other_text
         # Host and Origin are checked on every request, episode creation included.
         assert first["foreign_host"] == 421
         assert first["foreign_origin"] == 403
@@ -416,13 +419,15 @@ MCP1_PYTHON = Path(os.environ.get("MCP1_PYTHON") or ROOT / ".venv-mcp1" / "bin" 
 
 @pytest.mark.skipif(not MCP1_PYTHON.exists(), reason="no MCP 1.x client here: `make mcp-clients` builds .venv-mcp1")
 def test_an_mcp_1x_client_shows_why_an_episode_is_refused(mcp_world):
-    opened = episode_create(snapshot=mcp_world["snapshot"], label="mcp 1.x client")
-    closed = episode_create(snapshot=mcp_world["snapshot"], label="mcp 1.x client, closed")
+    owned = {"owner_id": mcp_world["owner"].pk, "credential": "test"}
+    opened = episode_create(snapshot=mcp_world["snapshot"], label="mcp 1.x client", **owned)
+    closed = episode_create(snapshot=mcp_world["snapshot"], label="mcp 1.x client, closed", **owned)
     episode_close(closed.pk)
     with mcp_server() as base:
         urls = [f"{base}/mcp/episodes/{episode}/mcp" for episode in (uuid.uuid4(), closed.pk, opened.pk)]
         done = subprocess.run(  # noqa: S603 (our own script, with the 1.x SDK's interpreter)
             [str(MCP1_PYTHON), "tests/world_app/mcp1_client.py", *urls],
+            env={**os.environ, "MCP_TOKEN": mcp_world["token"]},
             cwd=ROOT,
             capture_output=True,
             text=True,
