@@ -817,6 +817,7 @@ def rollout_page(request: HttpRequest, rollout_id: int) -> HttpResponse:
     rollout = get_object_or_404(
         Rollout.objects.select_related("version__task", "endpoint", "run__judge_config", "episode"), pk=rollout_id
     )
+    task_view_check(request.user, rollout.version.task)  # a held-out task's trajectories are its rubric's too
     criteria = {str(c.key): c for c in Criterion.objects.filter(version=rollout.version_id)}
     verdicts = [
         {**verdict, "criterion": criteria.get(verdict.get("key")), "evidence_text": _evidence_text(verdict)}
