@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('trainer_bridge', '0003_session_scopes_held_out'),
+        ('trainer_bridge', '0004_session_scopes_held_out'),
     ]
 
     operations = [

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('tasks_app', '0007_task_held_out'),
+        ('tasks_app', '0009_task_held_out'),
     ]
 
     operations = [

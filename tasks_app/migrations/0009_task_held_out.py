@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('tasks_app', '0006_rollout_contract_version'),
+        ('tasks_app', '0008_expected_difficulty_named'),
     ]
 
     operations = [

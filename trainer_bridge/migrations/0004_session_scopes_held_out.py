@@ -12,8 +12,8 @@ def mark_held_out(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('trainer_bridge', '0002_judgement_and_contract'),
-        ('tasks_app', '0007_task_held_out'),
+        ('trainer_bridge', '0003_expected_difficulty_named'),
+        ('tasks_app', '0009_task_held_out'),
     ]
 
     operations = [
