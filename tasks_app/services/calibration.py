@@ -443,7 +443,7 @@ def calibration_run_finish_check(*, run_id: int) -> bool:
         else CalibrationRunStatus.FINISHED
     )
     finished = CalibrationRun.objects.filter(pk=run_id, status=CalibrationRunStatus.RUNNING).update(
-        status=status, finished_at=timezone.now()
+        status=status, finished_at=timezone.now(), stalled_reason=""
     )
     if finished:
         calibration_metrics_refresh(run=CalibrationRun.objects.get(pk=run_id))
