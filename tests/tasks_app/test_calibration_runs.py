@@ -291,7 +291,10 @@ def test_the_calibrate_command_prints_a_json_summary(world, two_versions):
     assert by_task[full.task_id]["policies"]["reference"] == {"n": 1, "failed": 0, "pass_rate": 1.0,
                                                               "reward_mean": 1.0}  # fmt: skip
     assert by_task[short.task_id]["policies"]["reference"]["reward_mean"] < 1.0
-    assert "flags" in by_task[full.task_id] and "difficulty" in by_task[full.task_id]
+    assert "flags" in by_task[full.task_id] and by_task[full.task_id]["expected_difficulty"] == full.difficulty
+    # Reference rollouts only: no model was asked, so nothing is known of how hard the task is.
+    assert by_task[full.task_id]["calibrated_difficulty"] == "not_calibrated"
+    assert by_task[full.task_id]["difficulty_provenance"]["model_rollouts"] == 0
 
 
 def test_the_calibrate_command_refuses_unknown_input(two_versions):
