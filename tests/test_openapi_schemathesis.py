@@ -47,7 +47,7 @@ def test_no_operation_of_the_whole_api_answers_a_server_error(wsgi_app):
     headers = {"Authorization": f"Bearer {issued.secret}"}
     schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", wsgi_app)
     operations = [result.ok() for result in schema.get_all_operations()]
-    assert len(operations) >= 27, [op.label for op in operations]
+    assert len(operations) >= 23, [op.label for op in operations]  # world 11, export 7, trainer 5
     calls = {"total": 0, "by_status": {}}
     unbreakable = []
     for operation in operations:

@@ -8,7 +8,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig
 from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -36,6 +38,9 @@ def _translated(exc: Exception) -> Exception:
         return exceptions.NotFound(*exc.args)
     if isinstance(exc, DjangoPermissionDenied):
         return exceptions.PermissionDenied(*exc.args)
+    if isinstance(exc, RequestDataTooBig):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        return exceptions.ParseError(f"the body is larger than the {limit:,} bytes allowed", code="body_too_large")
     return exc
 
 
