@@ -57,7 +57,8 @@ if release is None:
         raise SystemExit("NEED_TASKS")
     slug = "grpo-smoke"
     Release.objects.filter(slug=slug, status=ReleaseStatus.DRAFT).delete()
-    release = release_create(slug=slug, name="GRPO smoke", seed=7,
+    # A plumbing smoke test, not a training release: tasks the gate flags are kept (include_flagged).
+    release = release_create(slug=slug, name="GRPO smoke", seed=7, filters={"include_flagged": True},
                              sizes={"train": 0.85, "holdout": 0.15, "fraction": True}, user=user)
     release = release_freeze(release=release, user=user)
     made = True

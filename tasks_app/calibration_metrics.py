@@ -10,6 +10,9 @@ Which rollouts count for what:
   row is not empty, but its calibrated difficulty is ``not_calibrated``: reference, perturbed and red-team runs
   are not model rollouts, and say nothing about how hard the task is for a model.
 - ``reference`` rollouts decide ``reference_fails``; ``perturbed_reference`` rollouts decide ``perturbed_passes``.
+- ``red_team`` rollouts (``calibrate --policy red_team``: the reference and every policy of ``tasks_app.red_team``)
+  decide ``gameable`` and ``over_specified`` (and ``reference_fails`` through their ``red_team:reference``);
+  the causes (policy, why, criteria) are kept in ``TaskCalibration.red_team``.
 
 Calibrated difficulty from the model rollouts' pass rate p (the mean of passed): ``easy`` p >= 0.8, ``medium``
 0.4 <= p < 0.8, ``hard`` 0 < p < 0.4, ``unsolved`` p == 0, and ``not_calibrated`` without model rollouts. Its
@@ -38,7 +41,16 @@ FLAG_REFERENCE_FAILS = "reference_fails"
 FLAG_NO_REWARD_VARIANCE = "no_reward_variance"
 FLAG_PERTURBED_PASSES = "perturbed_passes"
 FLAG_JUDGE_UNSTABLE = "judge_unstable"
-FLAGS = (FLAG_REFERENCE_FAILS, FLAG_NO_REWARD_VARIANCE, FLAG_PERTURBED_PASSES, FLAG_JUDGE_UNSTABLE)
+FLAG_GAMEABLE = "gameable"
+FLAG_OVER_SPECIFIED = "over_specified"
+FLAGS = (
+    FLAG_REFERENCE_FAILS,
+    FLAG_NO_REWARD_VARIANCE,
+    FLAG_PERTURBED_PASSES,
+    FLAG_JUDGE_UNSTABLE,
+    FLAG_GAMEABLE,
+    FLAG_OVER_SPECIFIED,
+)
 NOT_CALIBRATED = "not_calibrated"
 DIFFICULTIES = ("easy", "medium", "hard", "unsolved", NOT_CALIBRATED)
 
@@ -197,13 +209,43 @@ def difficulty_provenance(model_rollouts: Sequence[Any]) -> dict:
     }
 
 
-def version_calibration(rollouts: Sequence[Any]) -> dict:
+def red_team_outcomes(rollouts: Sequence[Any], texts: dict[str, str] | None = None) -> list:
+    """``tasks_app.red_team.PolicyOutcome`` of each ``red_team`` rollout (its key is after ``red_team:``)."""
+    from tasks_app.red_team import policy_outcome
+
+    return [
+        policy_outcome(key=r.policy_label.split(":", 1)[1], verdicts=r.verdicts or [], texts=texts or {})
+        for r in rollouts
+        if r.policy == "red_team" and ":" in (r.policy_label or "")
+    ]
+
+
+def red_team_findings(rollouts: Sequence[Any], texts: dict[str, str] | None = None) -> dict:
+    """``{reference_passes, gameable, over_specified, policies}`` from a version's red_team rollouts, or {}."""
+    from tasks_app.red_team import REFERENCE, red_team_flags
+
+    outcomes = red_team_outcomes(rollouts, texts)
+    if not outcomes:
+        return {}
+    reference = next((o for o in outcomes if o.kind == REFERENCE), None)
+    return {
+        "reference_passes": reference.passed if reference is not None else None,
+        **red_team_flags(outcomes),
+        "policies": [
+            {"key": o.key, "expect": o.expect, "passed": o.passed, "partial_reward": o.partial_reward} for o in outcomes
+        ],
+    }
+
+
+def version_calibration(rollouts: Sequence[Any], texts: dict[str, str] | None = None) -> dict:
     """A task version's calibration figures from its finished rollouts (objects with ``policy``,
-    ``policy_label``, ``passed``, ``reward``, ``verdicts``): the fields of a ``TaskCalibration`` row."""
+    ``policy_label``, ``passed``, ``reward``, ``verdicts``): the fields of a ``TaskCalibration`` row.
+    ``texts`` (criterion key -> text) names the criteria in the red team's causes."""
     model = [r for r in rollouts if r.policy == "model"]
     reference = [r for r in rollouts if r.policy == "reference"]
     perturbed = [r for r in rollouts if r.policy == "perturbed_reference"]
-    population = model or reference
+    red_reference = [r for r in rollouts if r.policy == "red_team" and r.policy_label == "red_team:reference"]
+    population = model or reference or red_reference
     summary = population_summary(population)
     by_label: dict[str, list] = defaultdict(list)
     for rollout in rollouts:
@@ -212,6 +254,17 @@ def version_calibration(rollouts: Sequence[Any]) -> dict:
         label: {"policy": items[0].policy, **population_summary(items)} for label, items in sorted(by_label.items())
     }
     agreement = judge_self_agreement(r.verdicts or [] for r in rollouts)
+    red_team = red_team_findings(rollouts, texts)
+    flags = calibration_flags(
+        reference_passed=[r.passed for r in reference],
+        model_rewards=[r.reward for r in model if r.reward is not None],
+        perturbed_passed=[perturbed_unnoticed(r, reference) for r in perturbed],
+        judge_agreement=agreement,
+    )
+    if red_team:
+        if red_team["reference_passes"] is False and FLAG_REFERENCE_FAILS not in flags:
+            flags.insert(0, FLAG_REFERENCE_FAILS)
+        flags += [flag for flag in (FLAG_GAMEABLE, FLAG_OVER_SPECIFIED) if red_team[flag]]
     return {
         "n_rollouts": len(rollouts),
         "pass_at_1": summary["pass_at_k"].get("1"),
@@ -223,13 +276,9 @@ def version_calibration(rollouts: Sequence[Any]) -> dict:
         "judge_agreement": agreement,
         "calibrated_difficulty": calibrated_difficulty(population_summary(model)["pass_rate"] if model else None),
         "difficulty_provenance": difficulty_provenance(model),
-        "flags": calibration_flags(
-            reference_passed=[r.passed for r in reference],
-            model_rewards=[r.reward for r in model if r.reward is not None],
-            perturbed_passed=[perturbed_unnoticed(r, reference) for r in perturbed],
-            judge_agreement=agreement,
-        ),
+        "flags": flags,
         "per_policy": per_policy,
+        "red_team": red_team,
     }
 
 
@@ -241,6 +290,7 @@ def task_calibration_update(*, run) -> list:
     """
     from django.db import transaction
 
+    from rubrics_app.models import Criterion
     from tasks_app.models import CalibrationItem, Rollout, RolloutStatus, TaskCalibration
 
     version_ids = list(
@@ -251,12 +301,15 @@ def task_calibration_update(*, run) -> list:
         "version_id", "policy", "policy_label", "passed", "reward", "verdicts", "contract_version"
     ):
         rollouts[rollout.version_id].append(rollout)
+    texts = {
+        str(key): text for key, text in Criterion.objects.filter(version_id__in=version_ids).values_list("key", "text")
+    }
     updated = []
     config = run.judge_config
     judge = {"name": config.name, "config_hash": config.config_hash} if config is not None else None
     with transaction.atomic():
         for version_id in version_ids:
-            fields = version_calibration(rollouts.get(version_id, []))
+            fields = version_calibration(rollouts.get(version_id, []), texts)
             fields["difficulty_provenance"]["judge_config"] = judge
             row, _ = TaskCalibration.objects.update_or_create(
                 version_id=version_id, judge_config=run.judge_config, defaults={"run": run, **fields}

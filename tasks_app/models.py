@@ -120,6 +120,8 @@ class Review(models.Model):
     reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     decision = models.CharField(max_length=20, choices=ReviewDecision.choices)
     comment = models.TextField(blank=True)
+    gate = models.JSONField(default=dict, blank=True, help_text="The gate's checklist when the task was approved")
+    gate_override_reason = models.TextField(blank=True, help_text="An admin's reason for approving over the gate")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:
@@ -205,6 +207,7 @@ class RolloutPolicy(models.TextChoices):
     MODEL = "model"
     REFERENCE = "reference"
     PERTURBED_REFERENCE = "perturbed_reference", "Perturbed reference"
+    RED_TEAM = "red_team", "Red team (must-fail and must-pass policies)"
 
 
 class RolloutStatus(models.TextChoices):
@@ -369,6 +372,8 @@ class CalibrationFlag(models.TextChoices):
     NO_REWARD_VARIANCE = "no_reward_variance", "No reward variance"
     PERTURBED_PASSES = "perturbed_passes", "A perturbed reference passes unnoticed"
     JUDGE_UNSTABLE = "judge_unstable", "Judge unstable"
+    GAMEABLE = "gameable", "Gameable: a red-team policy that must fail passes"
+    OVER_SPECIFIED = "over_specified", "Over-specified: a valid alternative fails"
 
 
 class TaskCalibration(models.Model):
@@ -399,6 +404,11 @@ class TaskCalibration(models.Model):
     )
     flags = models.JSONField(default=list, blank=True, help_text="CalibrationFlag values")
     per_policy = models.JSONField(default=dict, blank=True)
+    red_team = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="{reference_passes, gameable: [{policy, why, criteria}], over_specified: [...], policies}",
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -411,3 +421,26 @@ class TaskCalibration(models.Model):
 
     def __str__(self) -> str:
         return f"calibration of {self.version}"
+
+
+class RubricGate(models.Model):
+    """The gate's result for one task version on one snapshot: the reference passes, no must-fail red-team policy
+    passes, every must-pass one does (``tasks_app.red_team``). Computed once and kept: approving, loading the
+    library and building releases read it; a calibration run with the red_team policy refreshes it."""
+
+    version = models.ForeignKey(TaskVersion, on_delete=models.CASCADE, related_name="gates")
+    snapshot = models.ForeignKey("world_app.WorldSnapshot", on_delete=models.CASCADE, related_name="+")
+    reference_passes = models.BooleanField()
+    gameable = models.JSONField(default=list, blank=True, help_text="[{policy, why, criteria}]")
+    over_specified = models.JSONField(default=list, blank=True, help_text="[{policy, why, criteria}]")
+    passes = models.BooleanField(db_index=True)
+    policies = models.JSONField(default=list, blank=True, help_text="[{key, expect, passed, partial_reward}]")
+    criteria_hash = models.CharField(max_length=64, help_text="What was judged: the criteria's content hashes")
+    source = models.CharField(max_length=100, help_text="'red team check' or 'calibration run N'")
+    computed_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["version", "snapshot"], name="rubric_gate_unique")]
+
+    def __str__(self) -> str:
+        return f"gate of {self.version}: {'passes' if self.passes else 'refused'}"

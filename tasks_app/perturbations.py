@@ -34,8 +34,11 @@ to an unknown tool is never treated as a write, and its enums are unknown.
 from __future__ import annotations
 
 import copy
+import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import date, timedelta
 from decimal import Decimal, InvalidOperation
@@ -243,8 +246,6 @@ def _changed_arguments(
 
 
 def _canonical(value: Any) -> str:
-    import json
-
     return json.dumps(value, sort_keys=True, default=str)
 
 
@@ -600,12 +601,23 @@ class SnapshotReplay:
         from django.db import transaction
 
         from world_app.routers import EPISODE_ALIAS
-        from world_app.tools.registry import invoke_tool
+        from world_app.tools.registry import get_tool, invoke_tool
 
+        memo = self.__dict__.setdefault("_reads", {})
         with transaction.atomic(using=EPISODE_ALIAS):
             errors, results = [], []
+            pristine = True  # no write yet: a read returns what it returns on the snapshot (memoised)
             for index, call in enumerate(calls):
-                result = invoke_tool(call["tool"], call.get("arguments") or {})
+                found = get_tool(call["tool"])
+                if found is None or found.group == "write":
+                    pristine = False
+                key = json.dumps([call["tool"], call.get("arguments") or {}], sort_keys=True, default=str)
+                if pristine and key in memo:
+                    result = memo[key]
+                else:
+                    result = invoke_tool(call["tool"], call.get("arguments") or {})
+                    if pristine and len(memo) < 20_000:
+                        memo[key] = result
                 results.append(result)
                 if isinstance(result, dict) and "error" in result:
                     message = result["error"].get("message", "") if isinstance(result["error"], dict) else result
@@ -623,6 +635,27 @@ class SnapshotReplay:
         self.last_results = results
         self.last_judgements = judgements
         return [_unmet_of(j) for j in judgements], errors
+
+
+_SHARED_REPLAY: ContextVar[SnapshotReplay | None] = ContextVar("shared_snapshot_replay", default=None)
+
+
+@contextmanager
+def shared_replay(snapshot) -> Iterator[SnapshotReplay]:
+    """A ``SnapshotReplay`` of ``snapshot`` that ``shared_replay_for`` hands out inside the block: checking many task
+    versions of one snapshot (planning a red-team run, loading a library) opens one scratch world, not one each."""
+    with SnapshotReplay(snapshot) as replay:
+        token = _SHARED_REPLAY.set(replay)
+        try:
+            yield replay
+        finally:
+            _SHARED_REPLAY.reset(token)
+
+
+def shared_replay_for(snapshot_id: int) -> SnapshotReplay | None:
+    """The shared replay of the enclosing ``shared_replay`` block when it is of that snapshot."""
+    replay = _SHARED_REPLAY.get()
+    return replay if replay is not None and replay.snapshot.pk == snapshot_id else None
 
 
 def rubric_check(

@@ -305,7 +305,7 @@ def _extra_writes(instruction: str, calls: list[dict], results: list, replay: Re
     touched = _ids([c["arguments"] for c in calls]) + _ids(instruction) + _ids(results)
     out = []
     for tool, prefix, arguments_for in _OVER_ACT_WRITES:
-        for entity_id in dict.fromkeys(i for i in touched if i.split("-", 1)[0] == prefix):
+        for entity_id in list(dict.fromkeys(i for i in touched if i.split("-", 1)[0] == prefix))[:3]:
             arguments = arguments_for(entity_id)
             if any(c["tool"] == tool and c["arguments"] == arguments for c in calls):
                 continue
@@ -609,11 +609,12 @@ def replay_vocabulary(replay) -> str:
 
 
 def red_team_check(*, criteria: list, instruction: str, solution: dict, replay) -> RedTeamReport:
-    """Judge the reference and every red-team policy by the programmatic criteria in ``replay``'s scratch world
-    (a ``tasks_app.perturbations.SnapshotReplay``); ``criteria`` are dicts (a library task's) or rows."""
-    from tasks_app.perturbations import _criterion_rows
+    """Judge the reference and every red-team policy through ``rubrics_app.judgement.trajectory_judge`` in
+    ``replay``'s scratch world (a ``tasks_app.perturbations.SnapshotReplay``; llm criteria pending);
+    ``criteria`` are dicts (a library task's) or ``Criterion`` rows."""
+    from rubrics_app.judgement import rubric_of
 
-    rows = _criterion_rows(criteria) if criteria and isinstance(criteria[0], dict) else list(criteria)
+    rows = rubric_of(criteria)
     texts = {str(r.key): r.text for r in rows}
     calls = _calls(solution)
     answer = str(solution.get("final_answer") or "")
@@ -683,3 +684,51 @@ def red_team_summary(reports: Sequence[RedTeamReport]) -> dict[str, dict]:
 
 def outcome_as_dict(outcome: PolicyOutcome) -> dict:
     return asdict(outcome)
+
+
+# --- a task version's policies (calibration) -------------------------------------------------------------------
+
+_VERSION_POLICIES: dict[tuple, list[RedTeamPolicy]] = {}
+_VERSION_POLICIES_MAX = 512
+
+
+def version_red_team(version) -> list[RedTeamPolicy]:
+    """The ``reference`` and every red-team policy of a ``TaskVersion`` on its snapshot, built once per process
+    for a version's content (planning and each worker build the same list, in the same order, with the same
+    keys)."""
+    from tasks_app.perturbations import SnapshotReplay, shared_replay_for
+
+    cache_key = (version.pk, version.content_hash, version.snapshot_id)
+    found = _VERSION_POLICIES.get(cache_key)
+    if found is not None:
+        return found
+    solution = {"calls": _calls(version.reference_solution or {}),
+                "final_answer": str((version.reference_solution or {}).get("final_answer") or "")}  # fmt: skip
+
+    def build(replay) -> list[RedTeamPolicy]:
+        return red_team_policies(
+            instruction=version.instruction,
+            solution=solution,
+            replay=replay.results,
+            vocabulary=replay_vocabulary(replay),
+        )
+
+    shared = shared_replay_for(version.snapshot_id)
+    if shared is not None:
+        built = build(shared)
+    else:
+        with SnapshotReplay(version.snapshot) as replay:
+            built = build(replay)
+    found = [RedTeamPolicy(REFERENCE, REFERENCE, MUST_PASS, "the reference solution", solution), *built]
+    if len(_VERSION_POLICIES) >= _VERSION_POLICIES_MAX:
+        _VERSION_POLICIES.clear()
+    _VERSION_POLICIES[cache_key] = found
+    return found
+
+
+PERTURBATION_KINDS = (DROP_WRITE, CHANGE_ARGUMENT, DROP_FACT, FIRST_PAGE_ONLY)
+
+
+def version_perturbations(version) -> list[RedTeamPolicy]:
+    """The perturbed references of a version (the ``perturbed_reference`` policy): the red team's perturbations."""
+    return [p for p in version_red_team(version) if p.kind in PERTURBATION_KINDS]

@@ -13,6 +13,7 @@ urlpatterns = [
     path("tasks/<int:task_id>/claim/", review.claim, name="claim"),
     path("tasks/<int:task_id>/release/", review.release, name="release"),
     path("tasks/<int:task_id>/decide/", review.decide, name="decide"),
+    path("tasks/<int:task_id>/gate/", review.gate_check, name="gate"),
     path("tasks/<int:task_id>/comments/", review.comment_create, name="comment"),
     path("tasks/<int:task_id>/diff/<int:a>/<int:b>/", review.diff, name="diff"),
     path("comments/<int:comment_id>/resolve/", review.comment_resolve_view, name="comment_resolve"),

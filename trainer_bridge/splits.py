@@ -50,6 +50,11 @@ class ReleaseFilters(BaseModel):
     pass_rate_max: float | None = Field(default=None, ge=0, le=1)
     min_reward_variance: float | None = Field(default=None, ge=0)
     exclude_flags: list[str] = Field(default_factory=list, description="Calibration flags that disqualify a task.")
+    include_flagged: bool = Field(
+        default=False,
+        description="Keep tasks the gate flags: a refused stored gate (tasks_app.services.gates), or a calibration "
+        "flagging them gameable or over-specified. Off by default: they are left out.",
+    )
     near_duplicate_threshold: float = Field(default=0.8, gt=0, le=1)
 
     @model_validator(mode="after")
@@ -319,9 +324,12 @@ def candidates_select(filters: ReleaseFilters) -> list[Candidate]:
         "current_version__family", "current_version__instruction",
     )  # fmt: skip
     calibrations = _calibrations(filters) if filters.needs_calibration else None
+    flagged = set() if filters.include_flagged else flagged_versions()
     chosen = []
     for task_id, source_key, version_id, task_type, difficulty, family, instruction in rows.iterator(chunk_size=2000):
         if calibrations is not None and not _calibration_passes(calibrations.get(version_id), filters):
+            continue
+        if version_id in flagged:
             continue
         chosen.append(
             Candidate(
@@ -335,6 +343,24 @@ def candidates_select(filters: ReleaseFilters) -> list[Candidate]:
             )
         )
     return sorted(chosen, key=lambda c: (c.key, c.task_id))
+
+
+GATE_FLAGS = ("gameable", "over_specified")
+
+
+def flagged_versions() -> set[int]:
+    """Task versions the gate flags: a stored gate that refuses them on their snapshot, or a calibration that
+    found them gameable or over-specified."""
+    from django.db.models import F
+
+    from tasks_app.models import RubricGate, TaskCalibration
+
+    refused = RubricGate.objects.filter(passes=False, snapshot_id=F("version__snapshot_id"))
+    found = set(refused.values_list("version_id", flat=True))
+    for version_id, flags in TaskCalibration.objects.values_list("version_id", "flags").iterator(chunk_size=5000):
+        if set(flags or []) & set(GATE_FLAGS):
+            found.add(version_id)
+    return found
 
 
 def _calibrations(filters: ReleaseFilters) -> dict[int, dict]:

@@ -53,6 +53,12 @@ class ReleaseForm(forms.Form):
     pass_rate_min = forms.FloatField(required=False, min_value=0, max_value=1, label="Pass rate at least")
     pass_rate_max = forms.FloatField(required=False, min_value=0, max_value=1, label="Pass rate at most")
     min_reward_variance = forms.FloatField(required=False, min_value=0, label="Reward variance at least")
+    include_flagged = forms.BooleanField(
+        required=False,
+        label="Include tasks the gate flags",
+        help_text="Off: tasks whose gate is refused (reference fails, gameable, over-specified: approved over it by "
+        "an admin) or whose calibration flags them gameable or over-specified are left out.",
+    )
 
     def release_fields(self) -> dict[str, Any]:
         data = self.cleaned_data
@@ -60,6 +66,8 @@ class ReleaseForm(forms.Form):
         filters.update(
             {k: data[k] for k in ("pass_rate_min", "pass_rate_max", "min_reward_variance") if data.get(k) is not None}
         )
+        if data.get("include_flagged"):
+            filters["include_flagged"] = True
         sizes = {name: format(data[name].normalize(), "f") for name in ("train", "holdout")}
         return {"slug": data["slug"], "name": data["name"], "seed": data["seed"], "filters": filters, "sizes": sizes}
 

@@ -11,7 +11,7 @@ from django.utils import timezone
 from rubrics_app.judgement import Judgement, Trajectory, rubric_of_version, trajectory_judge
 from tasks_app.models import ModelEndpoint, Rollout, RolloutPolicy, RolloutStatus, TaskVersion
 from tasks_app.rollouts.agent import STOP_ENDPOINT_ERROR, AgentLimits, AgentRun, agent_loop, request_sampling
-from tasks_app.rollouts.policies import perturbation_for, replay_solution
+from tasks_app.rollouts.policies import perturbation_for, red_team_policy_for, replay_solution
 from world_app.contract import agent_contract
 from world_app.models import WorldSnapshot
 
@@ -21,7 +21,8 @@ DONE_STATUSES = (RolloutStatus.FINISHED, RolloutStatus.FAILED, RolloutStatus.CAN
 
 
 def policy_label(*, policy: str, endpoint: ModelEndpoint | None = None, perturbation_key: str = "") -> str:
-    """``model:<endpoint name>``, ``reference`` or ``perturbed_reference:<key>``: who made a trajectory."""
+    """``model:<endpoint name>``, ``reference``, ``perturbed_reference:<key>`` or ``red_team:<key>``: who made a
+    trajectory."""
     if policy == RolloutPolicy.MODEL:
         if endpoint is None:
             raise ValueError("a model rollout needs an endpoint")
@@ -30,6 +31,10 @@ def policy_label(*, policy: str, endpoint: ModelEndpoint | None = None, perturba
         if not perturbation_key:
             raise ValueError("a perturbed_reference rollout needs a perturbation key")
         return f"perturbed_reference:{perturbation_key}"
+    if policy == RolloutPolicy.RED_TEAM:
+        if not perturbation_key:
+            raise ValueError("a red_team rollout needs a policy key")
+        return f"red_team:{perturbation_key}"
     if policy == RolloutPolicy.REFERENCE:
         return "reference"
     raise ValueError(f"unknown policy {policy!r}")
@@ -161,9 +166,13 @@ def _policy_run(rollout: Rollout, *, run_tool, client) -> AgentRun:
     if rollout.policy == RolloutPolicy.REFERENCE:
         return replay_solution(solution=version.reference_solution, instruction=version.instruction, run_tool=run_tool)
     if rollout.policy == RolloutPolicy.PERTURBED_REFERENCE:
-        perturbation = perturbation_for(version.reference_solution, rollout.perturbation.get("key", ""))
+        perturbation = perturbation_for(version, rollout.perturbation.get("key", ""))
         rollout.perturbation = {"key": perturbation.key, "description": perturbation.description}
         return replay_solution(solution=perturbation.solution, instruction=version.instruction, run_tool=run_tool)
+    if rollout.policy == RolloutPolicy.RED_TEAM:
+        policy = red_team_policy_for(version, rollout.perturbation.get("key", ""))
+        rollout.perturbation = {"key": policy.key, "description": policy.description, "expect": policy.expect}
+        return replay_solution(solution=policy.solution, instruction=version.instruction, run_tool=run_tool)
     if rollout.policy == RolloutPolicy.MODEL:
         from tasks_app.rollouts.endpoints import endpoint_client
 

@@ -3,8 +3,9 @@
 A replay runs the solution's calls in the episode in order, then gives its final answer. The trajectory is written
 in the same shape a model's is (OpenAI messages with one assistant tool call per call, and the tool results), so
 pages, judges and exports read every rollout alike; ``Rollout.policy`` / ``policy_label`` say who made it.
-Perturbations come from ``tasks_app.perturbations.reference_perturbations``: one fault each (a write left out,
-an argument changed, a fact dropped from the answer, only the first page of a search read).
+Perturbations and the red team come from ``tasks_app.red_team`` (one implementation, shared with the library
+check): one fault each (a write left out, an argument changed, a fact dropped from the answer, only the first
+page of a search read), and the must-fail / must-pass policies of the red team.
 """
 
 from __future__ import annotations
@@ -58,18 +59,36 @@ def replay_solution(*, solution: Mapping[str, Any], instruction: str, run_tool: 
     return run
 
 
-def perturbation_for(solution: Mapping[str, Any], key: str):
-    """The perturbation ``key`` of ``solution`` (a ``tasks_app.perturbations.Perturbation``)."""
-    from tasks_app.perturbations import reference_perturbations
+def perturbation_for(version, key: str):
+    """The perturbation ``key`` of a task version (a ``tasks_app.red_team.RedTeamPolicy``)."""
+    from tasks_app.red_team import version_perturbations
 
-    for perturbation in reference_perturbations(dict(solution)):
+    for perturbation in version_perturbations(version):
         if perturbation.key == key:
             return perturbation
     raise PerturbationNotFound(f"the reference solution has no perturbation {key!r}")
 
 
-def perturbation_keys(solution: Mapping[str, Any]) -> list[str]:
-    """Every perturbation key of ``solution``, in the order the perturbations module lists them."""
-    from tasks_app.perturbations import reference_perturbations
+def perturbation_keys(version) -> list[str]:
+    """Every perturbation key of a task version, in the order the red team lists them (built with the
+    reference's results on the version's snapshot, as calibration and the library check both build them)."""
+    from tasks_app.red_team import version_perturbations
 
-    return [p.key for p in reference_perturbations(dict(solution))]
+    return [p.key for p in version_perturbations(version)]
+
+
+def red_team_policy_for(version, key: str):
+    """The red-team policy ``key`` (``reference``, ``dump``, ``drop_fact[0]``...) of a task version."""
+    from tasks_app.red_team import version_red_team
+
+    for policy in version_red_team(version):
+        if policy.key == key:
+            return policy
+    raise PerturbationNotFound(f"the task version has no red-team policy {key!r}")
+
+
+def red_team_keys(version) -> list[str]:
+    """Every red-team policy key of a task version, ``reference`` first."""
+    from tasks_app.red_team import version_red_team
+
+    return [p.key for p in version_red_team(version)]

@@ -53,7 +53,7 @@ EXECUTE_LOCK = 5_101
 JUDGE_LOCK = 5_102
 UNFINISHED = (CalibrationItemStatus.QUEUED, CalibrationItemStatus.RUNNING)
 # Replays of a reference (perturbed or not) are deterministic: one sample of each is planned.
-DETERMINISTIC_POLICIES = (RolloutPolicy.REFERENCE, RolloutPolicy.PERTURBED_REFERENCE)
+DETERMINISTIC_POLICIES = (RolloutPolicy.REFERENCE, RolloutPolicy.PERTURBED_REFERENCE, RolloutPolicy.RED_TEAM)
 
 
 # --- planning ----------------------------------------------------------------------------------------------
@@ -89,7 +89,24 @@ def calibration_policies_clean(policies: Iterable[Any]) -> list[dict[str, Any]]:
 
 
 def _plan_items(*, run: CalibrationRun, versions: Sequence[TaskVersion]) -> list[CalibrationItem]:
-    from tasks_app.rollouts.policies import perturbation_keys
+    from tasks_app.perturbations import shared_replay
+
+    replayed = {p["policy"] for p in run.policies} & {RolloutPolicy.PERTURBED_REFERENCE, RolloutPolicy.RED_TEAM}
+    if not replayed:
+        return _plan_version_items(run=run, versions=versions)
+    items: list[CalibrationItem] = []
+    by_snapshot: dict[int, list[TaskVersion]] = {}
+    for version in versions:
+        by_snapshot.setdefault(version.snapshot_id, []).append(version)
+    # The policies' keys come from replaying each reference on its snapshot: one scratch world per snapshot.
+    for group in by_snapshot.values():
+        with shared_replay(group[0].snapshot):
+            items += _plan_version_items(run=run, versions=group)
+    return items
+
+
+def _plan_version_items(*, run: CalibrationRun, versions: Sequence[TaskVersion]) -> list[CalibrationItem]:
+    from tasks_app.rollouts.policies import perturbation_keys, red_team_keys
 
     items = []
     for version in versions:
@@ -98,7 +115,9 @@ def _plan_items(*, run: CalibrationRun, versions: Sequence[TaskVersion]) -> list
             if policy == RolloutPolicy.MODEL:
                 cells = [("", sample) for sample in range(run.samples)]
             elif policy == RolloutPolicy.PERTURBED_REFERENCE:
-                cells = [(key, 0) for key in perturbation_keys(version.reference_solution or {})]
+                cells = [(key, 0) for key in perturbation_keys(version)]
+            elif policy == RolloutPolicy.RED_TEAM:
+                cells = [(key, 0) for key in red_team_keys(version)]
             else:
                 cells = [("", 0)]
             items += [
@@ -455,8 +474,13 @@ def calibration_metrics_refresh(*, run: CalibrationRun) -> list:
     if importlib.util.find_spec("tasks_app.calibration_metrics") is None:
         return []
     from tasks_app.calibration_metrics import task_calibration_update
+    from tasks_app.services.gates import rubric_gate_store
 
-    return task_calibration_update(run=run)
+    rows = task_calibration_update(run=run)
+    for row in rows:
+        if row.red_team and row.red_team.get("reference_passes") is not None:
+            rubric_gate_store(version=row.version, findings=row.red_team, source=f"calibration run {run.pk}")
+    return rows
 
 
 def calibration_run_execute_inline(*, run: CalibrationRun) -> CalibrationRun:

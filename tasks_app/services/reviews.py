@@ -1,4 +1,9 @@
-"""The review workflow: claim (a lease), decide, comment."""
+"""The review workflow: claim (a lease), decide, comment.
+
+Approving goes through the gate (``tasks_app.services.gates``): the version's reference passes on its snapshot,
+no must-fail red-team policy passes and every must-pass one does. A refused gate stops the approval unless an
+admin gives a written reason (``override_reason``); the review keeps the gate's checklist and the reason.
+"""
 
 from __future__ import annotations
 
@@ -54,15 +59,20 @@ def review_release(*, task: Task, user) -> Task:
     return task
 
 
-def _decide(*, task: Task, user, decision: str, comment: str, status: str) -> Review:
+class GateRefused(ValidationError):
+    """The version does not pass the gate, and no admin gave a reason to approve it anyway."""
+
+
+def _decide(*, task: Task, user, decision: str, comment: str, status: str, gate_check=None) -> Review:
     task = Task.objects.select_for_update(of=("self",)).select_related("current_version").get(pk=task.pk)
     review_check(user, task)
     if task.status != TaskStatus.IN_REVIEW:
         raise ValidationError(f"only a task in review can be decided, not a {task.status} one")
     if task.claimed_by_id != user.pk or task.claim_expires_at is None or task.claim_expires_at <= timezone.now():
         raise PermissionDenied("claim the task first: only the reviewer holding its lease decides")
+    extra = gate_check(task.current_version) if gate_check is not None else {}
     review = Review.objects.create(
-        task=task, version=task.current_version, reviewer=user, decision=decision, comment=comment.strip()
+        task=task, version=task.current_version, reviewer=user, decision=decision, comment=comment.strip(), **extra
     )
     task.status = status
     task.claimed_by, task.claim_expires_at = None, None
@@ -75,9 +85,52 @@ def _required_comment(comment: str, message: str) -> None:
         raise ValidationError(message)
 
 
+def review_approve(
+    *, task: Task, user, comment: str = "", override_reason: str = "", enforce_gate: bool = True
+) -> Review:
+    """Approve the version under review when it passes the gate; over a refused gate only an admin may, with
+    ``override_reason`` (kept on the review, in the history). ``enforce_gate=False`` (the library load while its
+    rubrics are not yet all through the gate) neither computes nor enforces it: the review records the stored
+    gate when there is one (a red-team calibration stores them).
+
+    The gate is computed (and stored) first, in its own transaction, so a refusal leaves the checklist on the
+    review page; the decision itself is one transaction."""
+    from tasks_app.services.gates import rubric_gate_ensure
+
+    current = Task.objects.select_related("current_version").get(pk=task.pk)
+    review_check(user, current)
+    if enforce_gate and current.current_version is not None:
+        rubric_gate_ensure(version=current.current_version)
+    return _review_approve(task=task, user=user, comment=comment, override_reason=override_reason,
+                           enforce_gate=enforce_gate)  # fmt: skip
+
+
 @transaction.atomic
-def review_approve(*, task: Task, user, comment: str = "") -> Review:
-    return _decide(task=task, user=user, decision=ReviewDecision.APPROVE, comment=comment, status=TaskStatus.APPROVED)
+def _review_approve(*, task: Task, user, comment: str, override_reason: str, enforce_gate: bool) -> Review:
+    from tasks_app.services.gates import gate_problems, gate_record, rubric_gate_current, rubric_gate_ensure
+
+    reason = (override_reason or "").strip()
+
+    def gate_check(version: TaskVersion) -> dict:
+        if not enforce_gate:
+            stored = rubric_gate_current(version)
+            return {"gate": gate_record(stored) if stored else {}, "gate_override_reason": ""}
+        gate = rubric_gate_ensure(version=version)
+        if not gate.passes:
+            if not reason:
+                raise GateRefused(f"the gate refuses this version: {gate_problems(gate)}")
+            if not is_admin(user):
+                raise PermissionDenied("only an admin may approve a version over the gate")
+        return {"gate": gate_record(gate), "gate_override_reason": reason if not gate.passes else ""}
+
+    return _decide(
+        task=task,
+        user=user,
+        decision=ReviewDecision.APPROVE,
+        comment=comment,
+        status=TaskStatus.APPROVED,
+        gate_check=gate_check,
+    )
 
 
 @transaction.atomic

@@ -36,6 +36,7 @@ from tasks_app.selectors import (
     task_history,
     task_version_diff,
 )
+from tasks_app.services.gates import gate_checklist, rubric_gate_current, rubric_gate_ensure
 from tasks_app.services.reviews import (
     ClaimUnavailable,
     comment_add,
@@ -275,9 +276,13 @@ def _review_context(request: HttpRequest, task: Task, **extra: Any) -> dict[str,
         decide_note = "Claim the task to decide: only the reviewer holding it approves, requests changes or rejects."
     else:
         decide_note = ""
+    gate = rubric_gate_current(version) if version else None
     return {
         "task": task,
         "version": version,
+        "gate": gate,
+        "gate_checks": gate_checklist(gate) if gate else [],
+        "decision_override": "",
         "criteria": criteria,
         "task_comment_list": by_key.get(None, []),
         "history": task_history(task=task),
@@ -345,19 +350,44 @@ def decide(request: HttpRequest, task_id: int) -> HttpResponse:
     review_check(request.user, task)  # before anything: the refused get no page of the task
     choice = request.POST.get("decision", "")
     comment = request.POST.get("comment", "")
+    override = request.POST.get("override_reason", "")
     if choice not in DECISIONS:
         errors = ["Choose approve, request changes or reject."]
     else:
         service, done = DECISIONS[choice]
+        extra = {"override_reason": override} if choice == ReviewDecision.APPROVE else {}
         try:
-            service(task=task, user=request.user, comment=comment)
+            service(task=task, user=request.user, comment=comment, **extra)
         except ValidationError as exc:
             errors = _messages_of(exc)
         else:
             messages.success(request, f"{done} “{task.title}”.")
             return redirect("review:queue")
-    context = _review_context(request, task, decision_errors=errors, decision_comment=comment, decision_choice=choice)
+    context = _review_context(
+        request,
+        task,
+        decision_errors=errors,
+        decision_comment=comment,
+        decision_choice=choice,
+        decision_override=override,
+    )
     return render(request, "review/task.html", context, status=400)
+
+
+@require_POST
+@login_required
+@forbidden_as_page
+def gate_check(request: HttpRequest, task_id: int) -> HttpResponse:
+    """Run the gate (the red team on the version's snapshot) now, so the checklist shows before deciding."""
+    task = _load(task_id)
+    task_discuss_check(request.user, task)
+    if task.current_version is None:
+        raise Http404("This task has no version yet.")
+    gate = rubric_gate_ensure(version=task.current_version)
+    messages.success(
+        request, "The gate passes." if gate.passes else "The gate refuses this version: see the checklist."
+    )
+    return redirect(reverse("review:task", kwargs={"task_id": task_id}) + "#gate")
 
 
 @require_POST

@@ -245,6 +245,18 @@ def test_author_and_reviewer_walk_the_review_loop(page, screenshot, live_server,
     )
     page.get_by_role("button", name="Claim", exact=True).click()
     screenshot("review_loop_before_approval")
+    # The gate: a dump of the tool results passes this rubric (it names the order and the call is made), so
+    # the reviewer's approval is refused with the checklist; an admin approves over it with a written reason.
+    page.get_by_role("button", name="Approve", exact=True).click()
+    expect(page.locator("#decision-errors")).to_contain_text("the gate refuses this version")
+    expect(page.locator("#gate-checklist")).to_contain_text("dump")
+    screenshot("review_loop_gate_refused")
+    page.get_by_role("button", name="Release", exact=True).click()
+    log_out(page)
+    log_in(page, "admin", "corecraft-admin")
+    page.goto(f"/review/tasks/{task.pk}/")
+    page.get_by_role("button", name="Claim", exact=True).click()
+    page.locator("#decision-override").fill("Walk-through task: kept to show the review loop, not for training.")
     page.get_by_role("button", name="Approve", exact=True).click()
     expect(page.locator(".messages")).to_contain_text("Approved")
     screenshot("review_loop_approved")
@@ -253,4 +265,6 @@ def test_author_and_reviewer_walk_the_review_loop(page, screenshot, live_server,
     assert task.status == TaskStatus.APPROVED
     decisions = list(Review.objects.filter(task=task).order_by("created_at").values_list("decision", "reviewer"))
     assert [d for d, _ in decisions] == ["request_changes", "approve"]
+    approval = Review.objects.get(task=task, decision="approve")
+    assert approval.gate["passes"] is False and approval.gate_override_reason.startswith("Walk-through task")
     assert all(reviewer != task.author_id for _, reviewer in decisions)

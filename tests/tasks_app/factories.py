@@ -81,8 +81,29 @@ def task_make(*, user=None, snapshot=None, **overrides):
     return task_create(user=user or author(), snapshot=snapshot or WorldSnapshotFactory(), **task_fields(**overrides))
 
 
-def task_in_review(**kwargs):
+def gate_stored(version, *, passes: bool = True):
+    """Store the gate's result for ``version`` as if the red team had run (``tasks_app.services.gates``): tests
+    of the review workflow that are not about the gate arrange a passing one; gate tests compute the real one."""
+    from tasks_app.services.gates import rubric_gate_store
+
+    findings = {
+        "reference_passes": True,
+        "gameable": []
+        if passes
+        else [{"policy": "dump", "why": "passes: no required criterion fails it", "criteria": ["Mentions the order"]}],
+        "over_specified": [],
+        "policies": [],
+    }
+    return rubric_gate_store(version=version, findings=findings, source="test arrangement")
+
+
+def task_in_review(*, gate_passes: bool | None = True, **kwargs):
+    """A task submitted for review; its version's gate stored as passing (``gate_passes=False``: refused;
+    ``None``: not computed)."""
     from tasks_app.services.tasks import task_submit_for_review
 
     task = task_make(**kwargs)
-    return task_submit_for_review(task=task, user=task.author)
+    task = task_submit_for_review(task=task, user=task.author)
+    if gate_passes is not None:
+        gate_stored(task.current_version, passes=gate_passes)
+    return task

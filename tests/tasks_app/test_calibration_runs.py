@@ -67,7 +67,7 @@ def test_the_plan_is_frozen_as_unique_items_and_planning_again_adds_nothing(worl
     ]
     run = calibration_run_create(name="plan", versions=two_versions, policies=policies, samples=3, user=reviewer())
 
-    perturbed = sum(len(perturbation_keys(v.reference_solution)) for v in two_versions)
+    perturbed = sum(len(perturbation_keys(v)) for v in two_versions)
     assert perturbed >= 4
     assert run.items.count() == 2 * (1 + 3) + perturbed
     assert run.status == CalibrationRunStatus.PLANNED and run.samples == 3
@@ -295,6 +295,38 @@ def test_the_calibrate_command_prints_a_json_summary(world, two_versions):
     # Reference rollouts only: no model was asked, so nothing is known of how hard the task is.
     assert by_task[full.task_id]["calibrated_difficulty"] == "not_calibrated"
     assert by_task[full.task_id]["difficulty_provenance"]["model_rollouts"] == 0
+
+
+def test_the_red_team_policy_plays_every_policy_flags_the_task_stores_its_gate_and_ends_with_one_json_line(
+    world, two_versions
+):
+    from tasks_app.models import RubricGate
+    from tasks_app.rollouts.policies import red_team_keys
+
+    version = two_versions[0]
+    keys = red_team_keys(version)
+    assert keys[0] == "reference" and {"dump", "spray", "echo", "no_call", "reword", "extra_read"} <= set(keys)
+    out = io.StringIO()
+    call_command("calibrate", "--policy", "red_team", "--samples", "1", "--tasks", str(version.task_id), stdout=out)
+    last = json.loads(out.getvalue().strip().splitlines()[-1])
+    assert last["tasks"] == 1 and last["rollouts_failed"] == 0
+    assert last["policies"]["reference"] == {"expect": "must_pass", "tasks": 1, "passed_share": 1.0,
+                                             "mean_partial_reward": 1.0}  # fmt: skip
+    # The rubric wants the order backordered, no refund, and 549.98 anywhere in the answer: a dump of the
+    # results (the order's total is in them) passes it; an echo makes no call and fails.
+    assert last["policies"]["dump"]["expect"] == "must_fail" and last["policies"]["dump"]["passed_share"] == 1.0
+    assert last["policies"]["echo"]["passed_share"] == 0.0
+    assert last["policies"]["reword"] == {"expect": "must_pass", "tasks": 1, "passed_share": 1.0,
+                                          "mean_partial_reward": 1.0}  # fmt: skip
+    assert last["gameable"] == 1 and last["gate_passes"] == 0
+    assert Rollout.objects.filter(version=version, policy="red_team").count() == len(keys)
+    assert Rollout.objects.get(version=version, policy_label="red_team:dump").perturbation["expect"] == "must_fail"
+    calibration = TaskCalibration.objects.get(version=version, judge_config=None)
+    assert "gameable" in calibration.flags and "over_specified" not in calibration.flags
+    assert "dump" in [c["policy"] for c in calibration.red_team["gameable"]]
+    assert "over_act[update_order_status]" not in [c["policy"] for c in calibration.red_team["gameable"]]
+    gate = RubricGate.objects.get(version=version)
+    assert not gate.passes and gate.reference_passes and gate.source.startswith("calibration run")
 
 
 def test_the_calibrate_command_refuses_unknown_input(two_versions):

@@ -13,6 +13,7 @@ from django.utils import timezone
 from tasks_app.models import Review, Task, TaskStatus
 from tasks_app.services.reviews import (
     ClaimUnavailable,
+    GateRefused,
     comment_add,
     comment_resolve,
     review_approve,
@@ -22,7 +23,7 @@ from tasks_app.services.reviews import (
     review_request_changes,
 )
 from tasks_app.services.tasks import task_submit_for_review, task_update
-from tests.tasks_app.factories import admin, author, reviewer, task_in_review, task_make
+from tests.tasks_app.factories import admin, author, gate_stored, reviewer, task_in_review, task_make
 
 pytestmark = pytest.mark.django_db
 
@@ -89,6 +90,7 @@ def test_request_changes_needs_a_comment_and_the_author_resubmits():
     task = task_update(task=task, user=task.author, base_revision=task.revision, instruction="Order ord-f00001?")
     assert task.status == TaskStatus.CHANGES_REQUESTED  # stays in the author's queue until resubmitted
     task = task_submit_for_review(task=task, user=task.author)
+    gate_stored(task.current_version)  # the new version's gate (what the red team says is not tested here)
     review_claim(task=task, user=who)
     review = review_approve(task=task, user=who, comment="Good now.")
     task.refresh_from_db()
@@ -143,3 +145,62 @@ def test_comments_on_the_task_and_on_one_criterion():
     with pytest.raises(PermissionDenied):
         comment_resolve(comment=on_task, user=reviewer())
     assert comment_resolve(comment=on_task, user=task.author).resolved
+
+
+# --- the gate ---------------------------------------------------------------------------------------------------
+
+
+def test_a_refused_gate_stops_the_approval_and_only_an_admin_overrides_it_with_a_reason():
+    task = task_in_review(gate_passes=False)
+    who = reviewer()
+    review_claim(task=task, user=who)
+    with pytest.raises(GateRefused, match=r"gate refuses this version.*dump"):
+        review_approve(task=task, user=who, comment="Looks fine.")
+    with pytest.raises(PermissionDenied, match="only an admin"):
+        review_approve(task=task, user=who, override_reason="I like it.")
+    task.refresh_from_db()
+    assert task.status == TaskStatus.IN_REVIEW and not Review.objects.filter(task=task).exists()
+
+    boss = admin()
+    Task.objects.filter(pk=task.pk).update(claimed_by=None, claim_expires_at=None)
+    review_claim(task=task, user=boss)
+    with pytest.raises(GateRefused):
+        review_approve(task=task, user=boss, override_reason="   ")  # a reason has words
+    review = review_approve(task=task, user=boss, override_reason="Kept for the demo: the dump is known.")
+    task.refresh_from_db()
+    assert task.status == TaskStatus.APPROVED
+    assert review.gate_override_reason == "Kept for the demo: the dump is known."
+    assert review.gate["passes"] is False
+    assert [c["ok"] for c in review.gate["checks"]] == [True, False, True]
+
+
+def test_a_passing_gate_is_recorded_on_the_review_without_a_reason():
+    task = task_in_review()
+    who = reviewer()
+    review_claim(task=task, user=who)
+    review = review_approve(task=task, user=who, override_reason="ignored: nothing to override")
+    assert review.gate["passes"] is True and review.gate_override_reason == ""
+
+
+@pytest.mark.django_db(databases=["default", "episode"])
+def test_the_gate_is_computed_by_the_red_team_on_the_snapshot_and_stored(seeded_world):
+    """A task with one weak criterion and no reference solution (approvable in three clicks before the gate) is
+    refused by a real red-team run, and the result is kept per (version, snapshot)."""
+    from tasks_app.models import RubricGate
+    from tasks_app.services.gates import gate_checklist, rubric_gate_current
+    from world_app.snapshots import snapshot_publish
+
+    snapshot = snapshot_publish(note="gate")
+    weak = [{"kind": "response", "text": "Mentions the warranty", "spec": {"op": "contains", "value": "warranty"},
+             "weight": 1, "category": "correctness", "required": True}]  # fmt: skip
+    task = task_in_review(snapshot=snapshot, criteria=weak, reference_solution={}, gate_passes=None)
+    who = reviewer()
+    review_claim(task=task, user=who)
+    with pytest.raises(GateRefused):
+        review_approve(task=task, user=who)
+    gate = rubric_gate_current(task.current_version)
+    assert gate is not None and gate.snapshot_id == snapshot.pk and not gate.passes
+    assert not gate.reference_passes  # an empty answer never mentions the warranty
+    assert "no_call" in {c["policy"] for c in gate.gameable}  # the policy words include "warranty claim"
+    assert [c["ok"] for c in gate_checklist(gate)][:2] == [False, False]
+    assert RubricGate.objects.filter(version=task.current_version).count() == 1

@@ -235,7 +235,7 @@ def test_the_reference_policy_replays_the_solution_in_a_fresh_episode(world):
 
 def test_a_perturbed_reference_records_its_fault_and_the_rubric_catches_it(world):
     version = backorder_task(world).current_version
-    keys = perturbation_keys(version.reference_solution)
+    keys = perturbation_keys(version)
     drop = next(k for k in keys if k.startswith("drop_write"))
     rollout = rollout_execute(
         rollout=rollout_create(version=version, policy=RolloutPolicy.PERTURBED_REFERENCE, perturbation_key=drop)

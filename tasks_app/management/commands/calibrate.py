@@ -31,6 +31,7 @@ from tasks_app.services.calibration import (
 POLICY_ALIASES = {
     "perturbed-reference": RolloutPolicy.PERTURBED_REFERENCE,
     "perturbed": RolloutPolicy.PERTURBED_REFERENCE,
+    "red-team": RolloutPolicy.RED_TEAM,
 }
 
 
@@ -45,7 +46,8 @@ class Command(BaseCommand):
             "--policy",
             action="append",
             dest="policies",
-            help="model, reference or perturbed_reference; repeat for several (default: reference).",
+            help="model, reference, perturbed_reference or red_team (the reference and every must-fail and "
+            "must-pass policy of tasks_app.red_team); repeat for several (default: reference).",
         )
         parser.add_argument("--samples", type=int, default=1, help="Samples per task for model policies.")
         parser.add_argument("--tasks", nargs="+", type=int, metavar="ID", help="Task ids (default: every task "
@@ -75,11 +77,18 @@ class Command(BaseCommand):
             )
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from None
+        started = time.monotonic()
         if options["wait"]:
             run = self._wait(run, timeout=options["timeout"])
         else:
             run = calibration_run_execute_inline(run=run)
-        self.stdout.write(json.dumps(calibration_summary(run), indent=2, sort_keys=True, default=str))
+        seconds = time.monotonic() - started
+        red_team = any(p["policy"] == RolloutPolicy.RED_TEAM for p in policies)
+        summary = calibration_summary(run, compact_labels=red_team)
+        self.stdout.write(json.dumps(summary, indent=2, sort_keys=True, default=str))
+        if red_team:
+            # Last, on one line: the red team's figures per policy over the run's tasks.
+            self.stdout.write(json.dumps(red_team_run_summary(run, seconds=seconds), sort_keys=True))
 
     def _policies(self, names: list[str], endpoint_names: list[str]) -> list[dict[str, Any]]:
         policies: list[dict[str, Any]] = []
@@ -141,8 +150,50 @@ class Command(BaseCommand):
             time.sleep(1.0)
 
 
-def calibration_summary(run: CalibrationRun) -> dict[str, Any]:
-    """The run's outcome per task: pass rate and mean reward per policy label, plus the calibration flags."""
+def red_team_run_summary(run: CalibrationRun, *, seconds: float | None = None) -> dict[str, Any]:
+    """Per red-team policy kind over the run's tasks: must_fail or must_pass, the share of tasks passed and the
+    mean partial reward (llm criteria pending unless the run has a judge), from the run's red_team rollouts
+    (judged in real episodes); and how many tasks pass the gate, are gameable, are over-specified."""
+    from tasks_app.calibration_metrics import red_team_outcomes
+    from tasks_app.red_team import REFERENCE, RedTeamReport, red_team_flags, red_team_summary
+
+    by_version: dict[int, list[Rollout]] = defaultdict(list)
+    failed = 0
+    for rollout in Rollout.objects.filter(run=run, policy=RolloutPolicy.RED_TEAM).only(
+        "version_id", "policy", "policy_label", "status", "verdicts"
+    ):
+        if rollout.status == "finished":
+            by_version[rollout.version_id].append(rollout)
+        else:
+            failed += 1
+    reports = []
+    for rollouts in by_version.values():
+        outcomes = red_team_outcomes(rollouts)
+        reference = next((o for o in outcomes if o.kind == REFERENCE), None)
+        if reference is None:
+            continue
+        flags = red_team_flags(outcomes)
+        rest = [o for o in outcomes if o.kind != REFERENCE]
+        reports.append(RedTeamReport(reference, rest, flags["gameable"], flags["over_specified"], []))
+    return {
+        "run": run.pk,
+        "policy": "red_team",
+        "judge": run.judge_config.name if run.judge_config_id else None,
+        "tasks": len(reports),
+        "rollouts_failed": failed,
+        "gate_passes": sum(1 for r in reports if r.gate_passes),
+        "gameable": sum(1 for r in reports if r.gameable),
+        "over_specified": sum(1 for r in reports if r.over_specified),
+        "seconds": round(seconds, 1) if seconds is not None else None,
+        "policies": red_team_summary(reports),
+    }
+
+
+def calibration_summary(run: CalibrationRun, *, compact_labels: bool = False) -> dict[str, Any]:
+    """The run's outcome per task: pass rate and mean reward per policy label, plus the calibration flags.
+
+    ``compact_labels`` (red-team runs: a score of labels per task) leaves the ``red_team:*`` labels' figures out
+    and gives per task the policies that make it gameable or over-specified instead."""
     rollouts = (
         Rollout.objects.filter(run=run).select_related("version").order_by("version_id", "policy_label", "sample")
     )
@@ -166,7 +217,11 @@ def calibration_summary(run: CalibrationRun) -> dict[str, Any]:
     }
     tasks = []
     for version_id, entry in by_version.items():
-        entry["policies"] = {label: _figures(items) for label, items in sorted(labels[version_id].items())}
+        entry["policies"] = {
+            label: _figures(items)
+            for label, items in sorted(labels[version_id].items())
+            if not compact_labels or not label.startswith("red_team:")
+        }
         calibration = calibrations.get(version_id)
         if calibration is not None:
             entry.update({
@@ -177,6 +232,11 @@ def calibration_summary(run: CalibrationRun) -> dict[str, Any]:
                 "difficulty_provenance": calibration.difficulty_provenance,
                 "flags": calibration.flags,
             })  # fmt: skip
+            if calibration.red_team:
+                entry["red_team"] = {
+                    "gameable": [c["policy"] for c in calibration.red_team.get("gameable", [])],
+                    "over_specified": [c["policy"] for c in calibration.red_team.get("over_specified", [])],
+                }
         tasks.append(entry)
     return {
         "run": run.pk,
