@@ -23,6 +23,7 @@ calibration's last line (its per-policy JSON). Prints p50/p95 per path and the r
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import statistics
@@ -105,7 +106,7 @@ def old_programmatic(*, criteria: list, episode, final_answer: str) -> dict:
 def old_with_llm(*, criteria: list, episode, trajectory, config) -> dict:
     """The pre-judgement path with an LLM judge: programmatic verdicts, then one judge call per llm criterion."""
     verdicts = criteria_evaluate(criteria=criteria, episode=episode, final_answer=trajectory.final_answer)
-    digest = trajectory_hash(trajectory) + "-old"
+    digest = hashlib.sha256(f"old path {trajectory_hash(trajectory)}".encode()).hexdigest()
     for index, criterion in enumerate(criteria):
         if criterion.kind == CriterionKind.LLM:
             judge_llm_criterion(
@@ -125,6 +126,12 @@ def main() -> int:
     parser.add_argument("--tasks", type=int, default=40)
     parser.add_argument("--calibration", action="store_true", help="Also time the red-team calibration (minutes).")
     parser.add_argument("--timeout", type=float, default=1800.0)
+    parser.add_argument(
+        "--calibration-tasks",
+        type=int,
+        default=0,
+        help="Time the calibration on the first N tasks only (default: every task, as make demo loads them).",
+    )
     args = parser.parse_args()
     if not Task.objects.filter(status=TaskStatus.APPROVED).exists():
         print("no approved task: run `make demo` (or load_tasks) first")
@@ -185,7 +192,7 @@ def main() -> int:
         print(f"ratio {name}: {value}")
     calibration = None
     if args.calibration:
-        calibration = calibration_timed(timeout=args.timeout)
+        calibration = calibration_timed(timeout=args.timeout, tasks=args.calibration_tasks)
         print(f"red-team calibration with a Celery worker: {calibration['seconds']:.1f}s")
         print(calibration["last_line"])
     print(
@@ -202,7 +209,7 @@ def main() -> int:
     return 0
 
 
-def calibration_timed(*, timeout: float) -> dict:
+def calibration_timed(*, timeout: float, tasks: int = 0) -> dict:
     """``calibrate --policy red_team --samples 1 --wait`` with a Celery worker started for it (and stopped)."""
     env = dict(os.environ)
     python = sys.executable
@@ -226,6 +233,10 @@ def calibration_timed(*, timeout: float) -> dict:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    chosen = []
+    if tasks:
+        ids = Task.objects.exclude(current_version=None).order_by("pk").values_list("pk", flat=True)[:tasks]
+        chosen = ["--tasks", *map(str, ids)]
     try:
         time.sleep(5)
         began = time.perf_counter()
@@ -241,6 +252,7 @@ def calibration_timed(*, timeout: float) -> dict:
                 "--wait",
                 "--timeout",
                 str(timeout),
+                *chosen,
             ],
             cwd=ROOT,
             env=env,

@@ -118,7 +118,7 @@ def _review_approve(*, task: Task, user, comment: str, override_reason: str, enf
         gate = rubric_gate_ensure(version=version)
         if not gate.passes:
             if not reason:
-                raise GateRefused(f"the gate refuses this version: {gate_problems(gate)}")
+                raise GateRefused(f"gate: the gate refuses this version: {gate_problems(gate)}")
             if not is_admin(user):
                 raise PermissionDenied("only an admin may approve a version over the gate")
         return {"gate": gate_record(gate), "gate_override_reason": reason if not gate.passes else ""}

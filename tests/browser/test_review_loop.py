@@ -248,7 +248,7 @@ def test_author_and_reviewer_walk_the_review_loop(page, screenshot, live_server,
     # The gate: a dump of the tool results passes this rubric (it names the order and the call is made), so
     # the reviewer's approval is refused with the checklist; an admin approves over it with a written reason.
     page.get_by_role("button", name="Approve", exact=True).click()
-    expect(page.locator("#decision-errors")).to_contain_text("the gate refuses this version")
+    expect(page.locator("#decision-errors")).to_contain_text("No policy that must fail passes")
     expect(page.locator("#gate-checklist")).to_contain_text("dump")
     screenshot("review_loop_gate_refused")
     page.get_by_role("button", name="Release", exact=True).click()
