@@ -3,9 +3,10 @@ stated for, claims with their negation, and whether the answer is prose for a re
 
 A response criterion must not be met by a number that appears anywhere: a dump of tool results contains every
 amount. So the readers here work on the answer's *prose*: JSON (a dump of tool output) is masked out, and a
-*data run* (six or more ids, amounts or dates in a row with only punctuation between them, of two or more
-kinds: a spray of values) makes the answer's facts unreadable. An amount is *stated for* a subject when, in
-one clause (a sentence, a ``;`` part or a line), it is the mention nearest to a word of the subject.
+*data run* (a spray of values: four or more ids, amounts or dates in a row with only commas between them, of
+two or more kinds or all amounts; or a line that is a label and a bare list) makes the answer's facts
+unreadable. An amount is *stated for* a subject when, in one clause (a sentence, a ``;`` part or a line), it
+is the mention nearest to a word of the subject.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import re
 from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal, InvalidOperation
+from functools import lru_cache
 
 # An entity id of the world: a short lowercase prefix, a dash, then digits (and dashes): ord-230215-001,
 # li-230215-001-2, cus-00001, ref-w00001.
@@ -50,8 +52,13 @@ _NEGATORS = frozenset({
 })  # fmt: skip
 _NEGATED_AFTER = frozenset({"not", "never", "cannot", "impossible", "unavailable"})
 _JSON_KEY = re.compile(r'"[^"\n]{1,80}"\s*:')
-_SEPARATOR = re.compile(r"[\s,;:|/()\[\]{}\"'.+*-]*")
-DATA_RUN = 6
+# Between the values of a bare list: commas and spaces only ("a (b), c (d)" or "a; b" is a structured list).
+_SEPARATOR = re.compile(r"[\s,]*")
+DATA_RUN = 4
+_TYPE_WORDS = frozenset({
+    "amount", "amounts", "value", "values", "id", "ids", "record", "records", "related", "number", "numbers",
+    "figure", "figures", "data", "other", "also", "more", "items", "entities", "references", "see", "and",
+})  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -64,6 +71,7 @@ class Mention:
     end: int
 
 
+@lru_cache(maxsize=1024)
 def masked(text: str) -> str:
     """``text`` with every JSON object or array that holds ``"key":`` pairs blanked out (same length)."""
     chars = list(text)
@@ -101,10 +109,12 @@ def as_decimal(value: object) -> Decimal | None:
         return None
 
 
+@lru_cache(maxsize=1024)
 def id_mentions(text: str) -> list[Mention]:
     return [Mention(m.group(1), m.group(0), m.start(), m.end()) for m in ENTITY_ID.finditer(text)]
 
 
+@lru_cache(maxsize=1024)
 def date_mentions(text: str) -> list[Mention]:
     found = []
     for m in _DATE.finditer(text):
@@ -128,6 +138,7 @@ def date_mentions(text: str) -> list[Mention]:
     return found
 
 
+@lru_cache(maxsize=1024)
 def money_mentions(text: str) -> list[Mention]:
     """Amounts, in "$1,234.50", "-$94.35", "1234.50 USD", "USD 1,234.50", "1,234.50 dollars" or "1234.50" form;
     never a part of an id or a date."""
@@ -146,13 +157,17 @@ def money_mentions(text: str) -> list[Mention]:
     return found
 
 
+@lru_cache(maxsize=1024)
 def mentions(text: str) -> list[Mention]:
     """Every id, date and amount of ``text`` in order of position."""
     return sorted(id_mentions(text) + date_mentions(text) + money_mentions(text), key=lambda m: m.start)
 
 
+@lru_cache(maxsize=1024)
 def data_runs(text: str) -> list[list[Mention]]:
-    """Runs of ``DATA_RUN`` or more values with only punctuation between them, holding two kinds or more."""
+    """Runs of ``DATA_RUN`` or more values with only commas and spaces between them, of two kinds or more (ids
+    of several kinds, ids and amounts) or all amounts: values listed without saying what they are. A list of
+    ids of one kind ("ord-1, ord-2, ord-3, ord-4") is an answer, not a spray."""
     found = mentions(text)
     runs, current = [], []
     for mention in found:
@@ -161,7 +176,36 @@ def data_runs(text: str) -> list[list[Mention]]:
             current = []
         current.append(mention)
     runs.append(current)
-    return [r for r in runs if len(r) >= DATA_RUN and len({m.kind for m in r}) >= 2]
+    spans = clauses_of_lines(text)
+    found_runs = []
+    for run in runs:
+        if len(run) >= DATA_RUN and (len({m.kind for m in run}) >= 2 or all(m.kind == "money" for m in run)):
+            found_runs.append(run)
+        elif len(run) >= 2 and (len({m.kind for m in run}) >= 2 or all(m.kind == "money" for m in run)):
+            # A label and a bare list ("Related records: ord-1, li-2."): the values' line says nothing else.
+            start, end = next(((a, b) for a, b in spans if a <= run[0].start < b), (0, len(text)))
+            rest = text[start : run[0].start] + text[run[-1].end : end]
+            if len([w for w in _WORD.findall(rest) if len(w) > 1]) <= 2:
+                found_runs.append(run)
+                continue
+        if run:  # "Amounts: $5.00": a line whose only words name the values' type, not what they are for
+            start, end = next(((a, b) for a, b in spans if a <= run[0].start < b), (0, len(text)))
+            rest = text[start : run[0].start] + text[run[-1].end : end]
+            words = {w.lower() for w in _WORD.findall(rest)}
+            if words and words <= _TYPE_WORDS and not _WORD.search(text[run[0].end : run[-1].start]):
+                found_runs.append(run)
+    return found_runs
+
+
+@lru_cache(maxsize=1024)
+def clauses_of_lines(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each sentence or line (``;`` does not split here)."""
+    spans, start = [], 0
+    for match in re.finditer(r"(?<=[.!?])\s+(?=[A-Z\"'(\[*-])|\n+", text):
+        spans.append((start, match.start()))
+        start = match.end()
+    spans.append((start, len(text)))
+    return [(s, e) for s, e in spans if text[s:e].strip()]
 
 
 def prose_problems(text: str) -> list[str]:
@@ -191,6 +235,7 @@ def readable(text: str) -> tuple[str, str | None]:
     return prose, None
 
 
+@lru_cache(maxsize=1024)
 def clauses(text: str) -> list[tuple[int, int]]:
     spans, start = [], 0
     for match in _CLAUSE_END.finditer(text):

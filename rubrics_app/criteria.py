@@ -28,7 +28,7 @@ from world_app import clock
 FilterOp = Literal["eq", "ne", "gt", "gte", "lt", "lte", "in", "contains", "icontains", "is_null", "not_null"]
 StateOp = Literal[
     "eq", "ne", "gt", "gte", "lt", "lte", "in", "not_in", "contains", "icontains", "is_null", "not_null",
-    "count_eq", "count_gte", "count_lte", "only_changes",
+    "count_eq", "count_gte", "count_lte", "only_changes", "makes_changes",
 ]  # fmt: skip
 COUNT_OPS = ("count_eq", "count_gte", "count_lte")
 VALUELESS_OPS = ("is_null", "not_null")
@@ -91,13 +91,15 @@ class StateFilter(_Strict):
 class AllowedChange(_Strict):
     """Rows of ``entity_type`` the episode may change: ``created`` new rows at most; updates of row ``id`` (any
     row when absent) to ``fields`` (any field when absent) when ``id`` or ``fields`` is given; deletes when
-    ``deleted``."""
+    ``deleted``. For ``makes_changes``, ``values`` (column name -> value, as the episode's diff encodes it) are
+    what the created or updated row must hold."""
 
     entity_type: str
     id: str | None = None
     fields: list[str] | None = None
     created: int = Field(0, ge=0)
     deleted: bool = False
+    values: dict[str, Any] | None = None
 
     @field_validator("entity_type")
     @classmethod
@@ -112,6 +114,12 @@ class AllowedChange(_Strict):
             unknown = [f for f in self.fields if f not in names]
             if unknown:
                 raise ValueError(f"fields: {self.entity_type} has no field {unknown[0]!r}")
+        if self.values is not None:
+            model = world_tables()[self.entity_type]
+            names = {f.attname for f in model._meta.concrete_fields}
+            unknown = [f for f in self.values if f not in names]
+            if unknown:
+                raise ValueError(f"values: {self.entity_type} has no column {unknown[0]!r}")
         return self
 
     @property
@@ -133,6 +141,8 @@ class StateSpec(_Strict):
     when at least one row matches and ``quantifier`` ("all" or "any") of them satisfy it. ``only_changes``
     ("no other changes") reads the episode's diff instead: ``value`` lists the ``AllowedChange`` rules, and every
     created, updated or deleted row must fall under one (an empty list: the episode changes nothing).
+    ``makes_changes`` reads the same rules the other way: each must happen (``created`` rows at least, row ``id``
+    updated in one of ``fields``, or deleted).
     """
 
     entity_type: str | None = None
@@ -149,11 +159,11 @@ class StateSpec(_Strict):
 
     @model_validator(mode="after")
     def _fields_exist(self) -> StateSpec:
-        if self.op == "only_changes":
+        if self.op in ("only_changes", "makes_changes"):
             if self.filters or self.field:
-                raise ValueError("field: only_changes reads the whole diff and takes no field or filters")
-            if not isinstance(self.value, list):
-                raise ValueError("value: only_changes needs a list of allowed changes ([] for none)")
+                raise ValueError(f"field: {self.op} reads the whole diff and takes no field or filters")
+            if not isinstance(self.value, list) or (self.op == "makes_changes" and not self.value):
+                raise ValueError(f"value: {self.op} needs a list of changes ([] for none, only_changes only)")
             self.value = [AllowedChange.model_validate(rule).model_dump(exclude_defaults=True) for rule in self.value]
             return self
         if self.entity_type is None:
@@ -265,6 +275,7 @@ class ResponseSpec(_Strict):
     spray of values makes its facts unreadable, see ``rubrics_app.answer_facts``):
     - ``amount``: the money amount stated for ``subject`` (a pattern: "refund", "restocking fee") is ``value``
       (+/- ``tolerance``), in any common format ("$1,234.50", "1234.50 USD", "USD 1,234.50", "1,234.50 dollars");
+      without a subject, the amount is stated somewhere in the answer's prose;
     - ``date``: the answer states the date ``value`` (ISO), for ``subject`` when given, in any common format;
     - ``id_set``: the ids of one kind (``id_kind``, e.g. "ord", or the prefix of ``value``'s ids) that the answer
       names are exactly ``value`` (``allowed`` ids may also appear): extras and misses count against;
@@ -295,8 +306,6 @@ class ResponseSpec(_Strict):
         if self.op in ("number", "amount"):
             if as_number(self.value) is None:
                 raise ValueError(f"value: {self.op} needs a number")
-            if self.op == "amount" and not self.subject:
-                raise ValueError("subject: amount needs the subject the amount is stated for (e.g. refund)")
         elif self.op == "date":
             try:
                 date.fromisoformat(str(self.value))

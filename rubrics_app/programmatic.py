@@ -133,13 +133,15 @@ def calls_as_steps(tool_calls: list[dict]) -> list[dict]:
 def state_verdict(criterion, *, diff: Callable[[], dict] | None = None) -> dict:
     """The verdict of one ``state`` criterion in the world bound now; ``diff`` gives the episode's diff."""
     spec = spec_read(StateSpec, criterion.spec)
-    if spec.op == "only_changes":
+    if spec.op in ("only_changes", "makes_changes"):
         if diff is None:
             from world_app.episodes import episode_world_diff
 
             diff = episode_world_diff
+        if spec.op == "makes_changes":
+            return _makes_changes_verdict(criterion, spec, diff())
         return _only_changes_verdict(criterion, spec, diff())
-    return _state_verdict(criterion, spec)
+    return _rows_verdict(criterion, spec)
 
 
 def _only_changes_verdict(criterion, spec: StateSpec, diff: dict) -> dict:
@@ -174,8 +176,60 @@ def _only_changes_verdict(criterion, spec: StateSpec, diff: dict) -> dict:
     return _verdict(criterion, NOT_MET if outside else MET, why, {"outside": outside[:20], "changes": changed})
 
 
-def _state_verdict(criterion, spec: StateSpec | None = None) -> dict:
-    spec = spec or spec_read(StateSpec, criterion.spec)
+def _makes_changes_verdict(criterion, spec: StateSpec, diff: dict) -> dict:
+    rules = [AllowedChange.model_validate(rule) for rule in spec.value]
+    created = [e for e in diff.get("created", [])]
+    used: set[int] = set()
+    missing = []
+    for rule in rules:
+        if rule.created:
+            fits = [
+                i for i, e in enumerate(created)
+                if i not in used and e["model"] == rule.entity_type and _holds_values(rule.values, e.get("row", {}))
+            ]  # fmt: skip
+            used.update(fits[: rule.created])
+            if len(fits) < rule.created:
+                wanted = f" with {_describe_values(rule.values)}" if rule.values else ""
+                missing.append(f"{rule.created} new {rule.entity_type}{wanted} (made {len(fits)})")
+        if rule.deleted and not any(
+            e["model"] == rule.entity_type and rule.id in (None, e["pk"]) for e in diff.get("deleted", [])
+        ):
+            missing.append(f"{rule.entity_type} {rule.id or ''} deleted".replace("  ", " "))
+        if rule.updates and not rule.deleted and not rule.created:
+            done = any(
+                e["model"] == rule.entity_type
+                and rule.id in (None, e["pk"])
+                and (rule.fields is None or set(e.get("fields", {})) & set(rule.fields))
+                and _holds_values(rule.values, {k: v.get("after") for k, v in e.get("fields", {}).items()})
+                for e in diff.get("updated", [])
+            )
+            if not done:
+                what = f" ({', '.join(rule.fields)})" if rule.fields else ""
+                if rule.values:
+                    what = f" to {_describe_values(rule.values)}"
+                missing.append(f"{rule.entity_type} {rule.id or '(any)'} updated{what}")
+    why = (
+        f"{len(missing)} change(s) the task needs did not happen: {'; '.join(missing[:EVIDENCE_ROWS])}"
+        if missing
+        else f"all {len(rules)} change(s) the task needs happened"
+    )
+    return _verdict(criterion, NOT_MET if missing else MET, why, {"missing": missing[:20]})
+
+
+def _holds_values(values: dict | None, row: dict) -> bool:
+    import json
+
+    def encoded(value: Any) -> str:
+        return json.dumps(value, sort_keys=True, default=str)
+
+    return not values or all(name in row and encoded(row[name]) == encoded(v) for name, v in values.items())
+
+
+def _describe_values(values: dict | None) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in (values or {}).items())
+
+
+def _rows_verdict(criterion, spec: StateSpec) -> dict:
     model = world_tables()[spec.entity_type]
     rows = model.objects.all()
     for item in spec.filters:
@@ -395,15 +449,19 @@ def _amount_verdict(criterion, spec: ResponseSpec, answer: str) -> dict:
     prose, unreadable = answer_facts.readable(answer)
     if unreadable:
         return _verdict(criterion, NOT_MET, unreadable, {"stated": []})
-    spans = _subject_spans(spec, prose)
-    stated = answer_facts.bound(prose, spans, answer_facts.money_mentions(prose))
+    if spec.subject:
+        spans = _subject_spans(spec, prose)
+        stated = answer_facts.bound(prose, spans, answer_facts.money_mentions(prose))
+    else:
+        spans, stated = [(0, 0)], answer_facts.money_mentions(prose)
     values = [m.value for m in stated]
     close = [v for v in values if abs(v - wanted) <= tolerance]
     if not spans:
         why = f"the answer never names the subject /{spec.subject}/"
     else:
         amounts = _join(values) or "no amount"
-        why = f"the answer states {amounts} for /{spec.subject}/; wanted {wanted} +/- {tolerance}"
+        target = f" for /{spec.subject}/" if spec.subject else ""
+        why = f"the answer states {amounts}{target}; wanted {wanted} +/- {tolerance}"
     return _verdict(criterion, MET if close else NOT_MET, why, {"stated": [str(v) for v in values]})
 
 
@@ -504,6 +562,7 @@ def _text_verdict(criterion, spec: ResponseSpec, answer: str) -> dict:
 
 # The names the library check used before the public ones.
 _response_verdict = response_verdict
+_state_verdict = state_verdict
 _tool_call_verdict = tool_call_verdict
 
 

@@ -294,3 +294,33 @@ def test_compound_criterion_text_is_warned_not_refused():
     assert len(criteria_validate(items)) == 2
     warnings = criteria_warnings(items)
     assert len(warnings) == 1 and warnings[0].startswith("criteria[0].text: this text joins 3 checks")
+
+
+def test_amount_without_a_subject_is_read_from_the_prose_only():
+    assert says(ANSWER, op="amount", value="89.00") == "met"
+    assert says(dump_of({"refund": {"amount": "89.00"}}), op="amount", value="89.00") == "not_met"
+    # A line that only names the values' type says nothing of what they are for: a spray's tail.
+    assert says(ANSWER + "\n\nAmounts: $5.00.", op="amount", value="89.00") == "not_met"
+    assert says(ANSWER + "\n\nAmounts: $5.00.", op="prose") == "not_met"
+    assert says(ANSWER + "\nTotal: $401.97", op="prose") == "met"
+    assert says(ANSWER + "\nRelated records: kb-0005, ord-250906-002.", op="prose") == "not_met"
+    assert says("I searched every page.\nTheir ids: ord-250913-005, ord-250907-001, ord-250821-001.", op="prose") == (
+        "met"
+    )  # one kind of id after a label is a list the reader asked for
+
+
+@pytest.mark.django_db(databases=["default", "episode"])
+@pytest.mark.usefixtures("fresh_episode_state")
+def test_makes_changes_needs_each_change_with_its_decided_values(world):
+    order = world.order.pk
+    episode = episode_create(snapshot=world.snapshot, label="makes changes")
+    result = call_tool(episode, "update_order_status", {"order_id": order, "status": "backorder", "reason": "GPU"})
+    assert "error" not in result, result
+    backordered = row("state", {"op": "makes_changes", "value": [{"entity_type": "order", "id": order,
+                                                                   "values": {"status": "backorder"}}]})  # fmt: skip
+    cancelled = row("state", {"op": "makes_changes", "value": [{"entity_type": "order", "id": order,
+                                                                 "values": {"status": "cancelled"}}]})  # fmt: skip
+    refund = row("state", {"op": "makes_changes", "value": [{"entity_type": "refund", "created": 1}]})
+    verdicts = criteria_evaluate(criteria=[backordered, cancelled, refund], episode=episode, final_answer="")
+    assert [v["status"] for v in verdicts] == ["met", "not_met", "not_met"]
+    assert "1 new refund (made 0)" in verdicts[2]["rationale"]
