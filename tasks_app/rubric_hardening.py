@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import copy
 import re
-from functools import lru_cache
 from collections import Counter
 from decimal import Decimal
+from functools import lru_cache
 from types import SimpleNamespace
 from typing import Any
 
@@ -457,10 +457,9 @@ def reference_trace(calls: list[dict]) -> tuple[list, dict]:
     from django.db import connections, transaction
 
     from world_app.episodes import episode_world_diff
+    from world_app.episodes.world_db import PENDING_CHANGES_SQL
     from world_app.routers import EPISODE_ALIAS
     from world_app.tools.registry import invoke_tool
-
-    from world_app.episodes.world_db import PENDING_CHANGES_SQL
 
     with transaction.atomic(using=EPISODE_ALIAS):
         results = [invoke_tool(c["tool"], c.get("arguments") or {}) for c in calls]

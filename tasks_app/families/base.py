@@ -21,8 +21,6 @@ from datetime import date
 from decimal import Decimal
 from typing import Any
 
-from django.db import transaction
-
 MONTHS = (
     "January", "February", "March", "April", "May", "June",
     "July", "August", "September", "October", "November", "December",
@@ -67,14 +65,27 @@ class FamilyInstance:
 class Simulator:
     """Runs tool calls in the scratch world and rolls every write back (one savepoint per run)."""
 
-    def run(self, calls: Sequence[dict]) -> list[dict]:
-        from world_app.routers import EPISODE_ALIAS
-        from world_app.tools.registry import invoke_tool
+    def __init__(self) -> None:
+        self.traces: dict[str, tuple[list, dict]] = {}
 
-        with transaction.atomic(using=EPISODE_ALIAS):
-            results = [invoke_tool(c["tool"], c["arguments"]) for c in calls]
-            transaction.set_rollback(True, using=EPISODE_ALIAS)
+    def run(self, calls: Sequence[dict]) -> list[dict]:
+        from tasks_app.rubric_hardening import reference_trace
+
+        results, diff = reference_trace(list(calls))
+        self.traces = {_calls_key(calls): (results, diff)}  # the last run: the reference, when the build ends with it
         return results
+
+    def trace(self, calls: Sequence[dict]) -> tuple[list, dict]:
+        """The results and the diff of ``calls``: the last run's when it was these calls, else a new run."""
+        from tasks_app.rubric_hardening import reference_trace
+
+        return self.traces.get(_calls_key(calls)) or reference_trace(list(calls))
+
+
+def _calls_key(calls: Sequence[dict]) -> str:
+    import json
+
+    return json.dumps([[c["tool"], c.get("arguments") or {}] for c in calls], sort_keys=True, default=str)
 
 
 class Family:
@@ -115,7 +126,27 @@ class Family:
             instance = self.build(candidate, sim)
             if instance is not None:
                 made += 1
-                yield instance
+                yield instance_hardened(instance, sim)
+
+
+def instance_hardened(instance: FamilyInstance, sim: Simulator | None = None) -> FamilyInstance:
+    """The instance with its rubric on the primitives that measure what they say (``tasks_app.rubric_hardening``):
+    facts bound to subjects, id sets, "no other changes" and the task's changes from the reference's diff, the
+    reply format, what the agent saw. Runs the reference once more in a savepoint that is rolled back."""
+    import dataclasses
+
+    from tasks_app.rubric_hardening import criteria_harden
+
+    calls = [{"tool": c["tool"], "arguments": c.get("arguments") or {}} for c in instance.reference_solution["calls"]]
+    results, diff = (sim or Simulator()).trace(calls)
+    criteria = criteria_harden(
+        criteria=instance.criteria,
+        instruction=instance.instruction,
+        solution=instance.reference_solution,
+        results=results,
+        diff=diff,
+    )
+    return dataclasses.replace(instance, criteria=criteria)
 
 
 # --- deterministic choices and wording ------------------------------------------------------------------------

@@ -51,7 +51,7 @@ def test_families_make_over_a_thousand_distinct_valid_grounded_tasks(snapshot):
         assert instance.family in FAMILIES and instance.source_key.startswith(f"family:{instance.family}:")
         task = library_task_validate(instance.as_fixture(), source_key=instance.source_key, where=instance.source_key)
         kinds = [c["kind"] for c in task.criteria]
-        assert 4 <= len(kinds) <= 10, instance.source_key
+        assert 4 <= len(kinds) <= 16, instance.source_key  # one fact per criterion, plus format and changes
         assert {"state", "tool_call", "response"} & set(kinds), instance.source_key
     # None a near duplicate of another, nor of a hand-written task.
     starter, _ = starter_tasks_read()
