@@ -181,7 +181,8 @@ def data_runs(text: str) -> list[list[Mention]]:
     for run in runs:
         if len(run) >= DATA_RUN and (len({m.kind for m in run}) >= 2 or all(m.kind == "money" for m in run)):
             found_runs.append(run)
-        elif len(run) >= 2 and (len({m.kind for m in run}) >= 2 or all(m.kind == "money" for m in run)):
+            continue
+        if len(run) >= 2 and (len({m.kind for m in run}) >= 2 or all(m.kind == "money" for m in run)):
             # A label and a bare list ("Related records: ord-1, li-2."): the values' line says nothing else.
             start, end = next(((a, b) for a, b in spans if a <= run[0].start < b), (0, len(text)))
             rest = text[start : run[0].start] + text[run[-1].end : end]
@@ -192,7 +193,7 @@ def data_runs(text: str) -> list[list[Mention]]:
             start, end = next(((a, b) for a, b in spans if a <= run[0].start < b), (0, len(text)))
             rest = text[start : run[0].start] + text[run[-1].end : end]
             words = {w.lower() for w in _WORD.findall(rest)}
-            if words and words <= _TYPE_WORDS and not _WORD.search(text[run[0].end : run[-1].start]):
+            if words and words <= _TYPE_WORDS:
                 found_runs.append(run)
     return found_runs
 

@@ -304,6 +304,7 @@ def test_amount_without_a_subject_is_read_from_the_prose_only():
     assert says(ANSWER + "\n\nAmounts: $5.00.", op="prose") == "not_met"
     assert says(ANSWER + "\nTotal: $401.97", op="prose") == "met"
     assert says(ANSWER + "\nRelated records: kb-0005, ord-250906-002.", op="prose") == "not_met"
+    assert says(ANSWER + "\n\nRelated records: prd-00016, prd-00040, prd-00083.", op="prose") == "not_met"
     assert says("I searched every page.\nTheir ids: ord-250913-005, ord-250907-001, ord-250821-001.", op="prose") == (
         "met"
     )  # one kind of id after a label is a list the reader asked for
