@@ -5,12 +5,12 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 
 from tasks_app.models import ReferenceRun
 from tasks_app.selectors import reference_run_latest
 from tasks_app.services.reference_solution import reference_solution_run
-from tasks_app.services.tasks import task_update
+from tasks_app.services.tasks import task_submit_for_review, task_update
 from tests.factories import small_world
 from tests.tasks_app.factories import reviewer, task_make
 from world_app.models import Episode, EpisodeStep, Order
@@ -75,6 +75,9 @@ def test_reference_run_replays_the_calls_and_judges_every_programmatic_criterion
 
 def test_a_wrong_final_answer_fails_its_criterion_and_reviewers_may_run_it(world):
     task = backorder_task(world, final_answer="Your order is on backorder.")
+    with pytest.raises(PermissionDenied):  # a reviewer sees a task once it is submitted, not another's draft
+        reference_solution_run(version=task.current_version, user=reviewer())
+    task = task_submit_for_review(task=task, user=task.author)
     run = reference_solution_run(version=task.current_version, user=reviewer())
     assert [v["status"] for v in run.verdicts] == ["met", "met", "not_met", "pending"]
     assert run.passed is True  # the failed criterion is not required
