@@ -19,6 +19,7 @@ import uuid
 
 import pytest
 from django.test import override_settings
+from kombu import pools as kombu_pools
 
 from corecraft_site.celery import app as celery_app
 from corecraft_site.llm.scripted_server import ScriptedLLMServer
@@ -124,6 +125,9 @@ def own_broker(tmp_path):
 def _point_celery_at(url: str | None, write_url: str | None = None) -> None:
     """This process's Celery app on another broker: its connection and producer pools are made anew."""
     celery_app.pool.force_close_all()
+    # kombu keeps producer pools per broker URL in a registry of its own: pointing back at the first broker would
+    # find its (now closed) pool again and later tests would fail with "Acquire on closed pool".
+    kombu_pools.reset()
     celery_app.conf.broker_url = url
     celery_app.conf.broker_write_url = write_url if write_url is not None else url
     celery_app._pool = None
