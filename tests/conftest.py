@@ -86,3 +86,17 @@ def fresh_episode_state():
     yield
     episode_cache.clear()
     snapshot_images_clear()
+
+
+@pytest.fixture
+def wsgi_app():
+    """The real WSGI app, keeping the test's connection (and transaction) across requests, as the test client does."""
+    from django.core.signals import request_finished, request_started
+    from django.core.wsgi import get_wsgi_application
+    from django.db import close_old_connections
+
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield get_wsgi_application()
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)

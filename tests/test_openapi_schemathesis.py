@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import pytest
 import schemathesis
-from django.core.signals import request_finished, request_started
-from django.core.wsgi import get_wsgi_application
-from django.db import close_old_connections
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
@@ -25,16 +22,6 @@ pytestmark = [pytest.mark.django_db(databases=["default", "episode"]), pytest.ma
 
 MAX_EXAMPLES = 6
 MODES = (schemathesis.GenerationMode.POSITIVE, schemathesis.GenerationMode.NEGATIVE)
-
-
-@pytest.fixture
-def wsgi_app():
-    """The real WSGI app, keeping the test's connection (and transaction) across requests."""
-    request_started.disconnect(close_old_connections)
-    request_finished.disconnect(close_old_connections)
-    yield get_wsgi_application()
-    request_started.connect(close_old_connections)
-    request_finished.connect(close_old_connections)
 
 
 def test_no_operation_of_the_whole_api_answers_a_server_error(wsgi_app):

@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import pytest
 import schemathesis
-from django.core.signals import request_finished, request_started
-from django.core.wsgi import get_wsgi_application
-from django.db import close_old_connections
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
@@ -28,27 +25,16 @@ MAX_EXAMPLES = 25
 MODES = (schemathesis.GenerationMode.POSITIVE, schemathesis.GenerationMode.NEGATIVE)
 
 
-@pytest.fixture
-def wsgi_in_test_transaction():
-    """The real WSGI app closes the database connection after each request; in a test that would end the test's
-    transaction, so (as Django's test client does) it keeps the connection for the test's duration."""
-    request_started.disconnect(close_old_connections)
-    request_finished.disconnect(close_old_connections)
-    yield get_wsgi_application()
-    request_started.connect(close_old_connections)
-    request_finished.connect(close_old_connections)
-
-
 def _episode_api_schema(app):
     schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", app)
     return schema.include(path_regex=r"^/api/v1/(snapshots|episodes|tools)/")
 
 
-def test_no_generated_request_gets_a_server_error(snapshot, wsgi_in_test_transaction):
+def test_no_generated_request_gets_a_server_error(snapshot, wsgi_app):
     issued = api_token_create(name="fuzzer", scopes=["episodes"], created_by=UserFactory(username="fuzzer"))
     headers = {"Authorization": f"Bearer {issued.secret}"}
     owned = {"owner_id": issued.token.created_by_id, "credential": issued.token.credential_key}
-    schema = _episode_api_schema(wsgi_in_test_transaction)
+    schema = _episode_api_schema(wsgi_app)
     operations = [result.ok() for result in schema.get_all_operations()]
     assert len(operations) == 11
     calls = {"total": 0, "by_status": {}}
