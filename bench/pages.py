@@ -11,6 +11,10 @@ reviewer who is also an admin (so every list shows everything it may):
 
 - the task list (``tasks:list``), the review queue (``review:queue``), a task page (``tasks:detail``), and the
   reviewer's page of a task (``review:task``), rotating over tasks in review;
+- the look-ups of the live world (``world:lookup``, full-text search as one types: orders by product name and a
+  remembered date, tickets by words of their text, customers by name or phone, products, the knowledge base) and
+  an order's entity page (``world:entity``), over the world the database holds (``--world-scale`` when it seeds
+  one; scale 10 is the look-ups' target);
 - first alone (``idle``), then while another process hammers other pages (My work, the home page, filtered
   queue pages, diffs) with several threads (``loaded``); the loaded/idle ratio says what the load costs.
 
@@ -61,6 +65,9 @@ def parse_args() -> argparse.Namespace:
         help="Requests/s the load process sends in all (20: a team of experts clicking; 0: back to back).",
     )
     parser.add_argument("--reset", action="store_true", help="Delete the bench tasks and create them again.")
+    parser.add_argument(
+        "--world-scale", type=float, default=1.0, help="Scale of the world seeded when the database has none."
+    )
     # internal: the load process
     parser.add_argument("--load-worker", nargs=3, metavar=("PORT", "COOKIE", "PATHS_FILE"), help=argparse.SUPPRESS)
     return parser.parse_args()
@@ -162,7 +169,7 @@ from rubrics_app.models import Criterion  # noqa: E402
 from tasks_app.models import Comment, Review, Task, TaskStatus, TaskType, TaskVersion  # noqa: E402
 from tasks_app.roles import ADMIN, AUTHOR, REVIEWER  # noqa: E402
 from world_app.generator import world_exists, world_seed  # noqa: E402
-from world_app.models import WorldSnapshot  # noqa: E402
+from world_app.models import Order, SupportTicket, WorldSnapshot  # noqa: E402
 from world_app.snapshots import snapshot_publish  # noqa: E402
 
 User = get_user_model()
@@ -349,8 +356,8 @@ def ensure_data(count: int) -> tuple[dict[str, list], WorldSnapshot]:
     print(f"database {connection.settings_dict['NAME']}: migrating", flush=True)
     call_command("migrate", verbosity=0, interactive=False)
     if not world_exists():
-        print("seeding the world (seed 7, scale 1)", flush=True)
-        world_seed(seed=7, scale=1.0)
+        print(f"seeding the world (seed 7, scale {ARGS.world_scale:g})", flush=True)
+        world_seed(seed=7, scale=ARGS.world_scale)
     snapshot = WorldSnapshot.objects.defer("image").order_by("-version").first()
     if snapshot is None:
         snapshot = snapshot_publish(note=LABEL)
@@ -436,6 +443,11 @@ def session_cookie(user) -> str:
     return store.session_key
 
 
+def htmx_headers(path: str) -> dict[str, str]:
+    """A path marked ``hx=1`` is asked as htmx asks it (the results partial, as one types)."""
+    return {"HX-Request": "true"} if "hx=1" in path else {}
+
+
 def measure(port: int, cookie: str, paths: list[str], requests: int) -> tuple[list[float], int]:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     headers = {"Cookie": f"sessionid={cookie}"}
@@ -443,7 +455,7 @@ def measure(port: int, cookie: str, paths: list[str], requests: int) -> tuple[li
     for i in range(requests + 5):
         path = paths[i % len(paths)]
         started = time.perf_counter()
-        conn.request("GET", path, headers=headers)
+        conn.request("GET", path, headers={**headers, **htmx_headers(path)})
         response = conn.getresponse()
         body = response.read()
         elapsed = (time.perf_counter() - started) * 1000
@@ -466,16 +478,17 @@ def in_process_costs(user, pages: dict[str, list[str]], repeat: int = 20) -> dic
     client.force_login(user)
     costs = {}
     for name, paths in pages.items():
-        client.get(paths[0])
+        hx = {"HTTP_HX_REQUEST": "true"} if htmx_headers(paths[0]) else {}
+        client.get(paths[0], **hx)
         with CaptureQueriesContext(connection) as captured:
-            response = client.get(paths[0])
+            response = client.get(paths[0], **hx)
         if response.status_code != 200:
             sys.exit(f"{name}: {paths[0]} answered {response.status_code} in process")
         statements = len(captured)  # now: the next request resets the connection's query log
         cpu: list[float] = []
         for i in range(repeat):
             started = time.process_time()
-            client.get(paths[i % len(paths)])
+            client.get(paths[i % len(paths)], **hx)
             cpu.append((time.process_time() - started) * 1000)
         costs[name] = {"statements": statements, "cpu_ms": pct(cpu, 0.5)}
     return costs
@@ -512,6 +525,22 @@ def main() -> None:
             pages[label] = found
         else:
             missing.append(f"{label} ({name} is not installed)")
+    # What experts type into the look-ups: a product and a remembered date, words of a ticket, a name, a phone's end
+    lookup = reverse("world:lookup")
+    lookups = [
+        f"{lookup}?kind=order&q=nyra+4060+mid+august",
+        f"{lookup}?kind=order&q=gpu+40+days+ago",
+        f"{lookup}?kind=order&q=%24299",
+        f"{lookup}?kind=ticket&q=refund+charged",
+        f"{lookup}?kind=customer&q=barnes",
+        f"{lookup}?kind=customer&q=5550",
+        f"{lookup}?kind=product&q=nyra+4070",
+        f"{lookup}?kind=kb&q=return+window",
+    ]
+    pages["look-ups"] = lookups
+    pages["look-ups htmx"] = [f"{path}&hx=1" for path in lookups]
+    orders = list(Order.objects.order_by("?").values_list("pk", flat=True)[:20])
+    pages["order page"] = [reverse("world:entity", args=["order", pk]) for pk in orders]
     load_paths = [
         reverse("review:mine"),
         reverse("home"),
@@ -525,7 +554,8 @@ def main() -> None:
     print(
         f"{total:,} tasks ({waiting:,} in review), {TaskVersion.objects.count():,} versions, "
         f"{Criterion.objects.count():,} criteria, {Review.objects.count():,} reviews, "
-        f"{Comment.objects.count():,} comments; user {lead.username} (reviewer + admin)",
+        f"{Comment.objects.count():,} comments; user {lead.username} (reviewer + admin); world: "
+        f"{Order.objects.count():,} orders, {SupportTicket.objects.count():,} tickets",
         flush=True,
     )
     if missing:
@@ -588,7 +618,12 @@ def main() -> None:
         f"{'page':18s} {'idle p50':>9s} {'p95':>7s} {'loaded p50':>11s} {'p95':>7s} {'loaded/idle p95':>16s} "
         f"{'SQL stmts':>10s} {'CPU ms':>7s} {'KB':>6s}  target p95<=150ms"
     )
-    result: dict[str, object] = {"tasks": total, "in_review": waiting, "requests_per_page": ARGS.requests}
+    result: dict[str, object] = {
+        "world_orders": Order.objects.count(),
+        "tasks": total,
+        "in_review": waiting,
+        "requests_per_page": ARGS.requests,
+    }
     pages_out = {}
     for label, f in figures.items():
         row = {

@@ -8,17 +8,25 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from datetime import date, datetime, time, timedelta
+from decimal import Decimal
 from typing import Any
 
-from django.db import models
-from django.db.models import Q
+from django.contrib.postgres.aggregates import StringAgg
+from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector, SearchVectorExact
+from django.db import connection, models
+from django.db.models import CharField, Exists, F, FloatField, Func, OuterRef, Q, QuerySet, Subquery, Value
 from django.http import Http404
 
 from rubrics_app.criteria import world_tables
-from world_app.models import Customer, Order, Product, SupportTicket
+from world_app.clock import world_now, world_zone
+from world_app.lookup_query import MAX_TERMS, DateWindow, LookupQuery, lookup_query_parse
+from world_app.models import Customer, KnowledgeBaseArticle, Order, OrderLineItem, OrderStatus, Product, SupportTicket
 
 PAGE_SIZE = 15
 RELATED_ROWS = 20
+SEARCH_CONFIG = "simple"
+WINDOW_SLACK_DAYS = 7  # a remembered date is rarely exact
 
 
 @dataclass(frozen=True)
@@ -26,8 +34,9 @@ class LookupKind:
     name: str
     label: str
     model: type[models.Model]
-    fields: tuple[str, ...]  # searched with icontains; every word of the query must match one of them
+    fields: tuple[str, ...]  # the fallback off Postgres: icontains, every word of the query must match one of them
     related: tuple[str, ...] = ()
+    hint: str = ""
 
 
 LOOKUP_KINDS: dict[str, LookupKind] = {
@@ -37,15 +46,28 @@ LOOKUP_KINDS: dict[str, LookupKind] = {
         Order,
         ("id", "customer__id", "customer__email", "customer__last_name", "status"),
         ("customer",),
+        "product, customer, date (mid august, aug 14, 40 days ago), amount ($299), id…",
     ),
-    "customer": LookupKind("customer", "Customers", Customer, ("id", "email", "first_name", "last_name", "phone")),
-    "product": LookupKind("product", "Products", Product, ("id", "sku", "name", "brand", "category")),
+    "customer": LookupKind(
+        "customer",
+        "Customers",
+        Customer,
+        ("id", "email", "first_name", "last_name", "phone"),
+        hint="name, email, phone (or its last digits), id…",
+    ),
+    "product": LookupKind(
+        "product", "Products", Product, ("id", "sku", "name", "brand", "category"), hint="name, brand, sku, price…"
+    ),
     "ticket": LookupKind(
         "ticket",
         "Tickets",
         SupportTicket,
         ("id", "subject", "customer__id", "customer__email", "order__id"),
         ("customer",),
+        "words of the subject or body, customer, date, id…",
+    ),
+    "kb": LookupKind(
+        "kb", "Knowledge base", KnowledgeBaseArticle, ("id", "slug", "title"), hint="words of the title or body…"
     ),
 }
 
@@ -65,40 +87,241 @@ class LookupPage:
     page: int
     rows: list[LookupRow] = field(default_factory=list)
     has_more: bool = False
+    understood: list[str] = field(default_factory=list)  # dates and amounts read from the query
+
+
+def money(value: Decimal | None) -> str:
+    """Dollars as a support lead reads them: $1,299.00."""
+    return "" if value is None else f"${value:,.2f}"
+
+
+def day(value: datetime | date | None) -> str:
+    """A date as a person reads it (Aug 14, 2025), in the world's time zone for a moment in time."""
+    if value is None:
+        return ""
+    if isinstance(value, datetime):
+        value = value.astimezone(world_zone()).date()
+    return f"{value:%b} {value.day}, {value.year}"
 
 
 def _describe(kind: str, row: Any) -> tuple[str, str]:
     if kind == "order":
         who = f"{row.customer.first_name} {row.customer.last_name}"
-        return f"{row.id} · {row.status}", f"{who} ({row.customer_id}) · ${row.total} · {row.created_at:%Y-%m-%d}"
+        products = getattr(row, "product_names", None)
+        lines = f" · {products}" if products else ""
+        return (
+            f"{row.id} · {row.status}",
+            f"{day(row.created_at)} · {who} ({row.customer_id}) · {money(row.total)}{lines}",
+        )
     if kind == "customer":
-        return f"{row.first_name} {row.last_name}", f"{row.id} · {row.email} · {row.loyalty_tier}"
+        return f"{row.first_name} {row.last_name}", f"{row.id} · {row.email} · {row.phone} · {row.loyalty_tier}"
     if kind == "product":
         return (
             row.name,
-            f"{row.id} · {row.sku} · {row.brand} · {row.category} · ${row.price} · stock {row.stock_quantity}",
+            f"{row.id} · {row.sku} · {row.brand} · {row.category} · {money(row.price)} · stock {row.stock_quantity}",
         )
+    if kind == "kb":
+        return row.title, f"{row.id} · {row.kind} · {row.slug}"
     return (
         row.subject,
-        f"{row.id} · {row.status} · {row.customer.first_name} {row.customer.last_name} ({row.customer_id})",
+        f"{row.id} · {row.status} · {day(row.created_at)} · "
+        f"{row.customer.first_name} {row.customer.last_name} ({row.customer_id})",
     )
 
 
-def world_lookup(*, kind: str, query: str = "", page: int = 1, page_size: int = PAGE_SIZE) -> LookupPage:
-    """One page of ``kind`` rows of the live world matching every word of ``query`` (by id first), in one query."""
-    spec = LOOKUP_KINDS.get(kind)
-    if spec is None:
-        raise ValueError(f"unknown look-up {kind!r}; one of: {', '.join(LOOKUP_KINDS)}")
-    page = max(1, page)
+# The text each kind is searched by: Postgres full text ('simple': no stemming, every word a prefix as one types).
+# The GIN indexes of world_app/migrations/0005_lookup_search_indexes.py are built on exactly these expressions.
+def _spaced(name: str) -> Func:
+    """An email or sku with its separators as spaces, so "doe" finds jane.doe@example.com."""
+    return Func(F(name), Value("@._+-/"), Value("      "), function="translate", output_field=CharField())
+
+
+def _digits(name: str) -> Func:
+    return Func(F(name), Value(r"\D"), Value(""), Value("g"), function="regexp_replace", output_field=CharField())
+
+
+def customer_document() -> SearchVector:
+    digits = _digits("phone")
+    last_four = Func(digits, Value(4), function="right", output_field=CharField())
+    return SearchVector("first_name", "last_name", _spaced("email"), digits, last_four, config=SEARCH_CONFIG)
+
+
+def product_document() -> SearchVector:
+    return SearchVector("name", "brand", weight="A", config=SEARCH_CONFIG) + SearchVector(
+        _spaced("sku"), "category", weight="B", config=SEARCH_CONFIG
+    )
+
+
+def ticket_document() -> SearchVector:
+    return SearchVector("subject", weight="A", config=SEARCH_CONFIG) + SearchVector(
+        "body", weight="B", config=SEARCH_CONFIG
+    )
+
+
+def article_document() -> SearchVector:
+    return SearchVector("title", _spaced("slug"), weight="A", config=SEARCH_CONFIG) + SearchVector(
+        "body", weight="B", config=SEARCH_CONFIG
+    )
+
+
+def _matches(document: SearchVector, tsquery: str) -> SearchVectorExact:
+    return SearchVectorExact(document, SearchQuery(tsquery, search_type="raw", config=SEARCH_CONFIG))
+
+
+def _term_query(term: str) -> str:
+    return LookupQuery(text=term, terms=[term]).tsquery()
+
+
+def _id_start(name: str, model: type[models.Model], term: str) -> Q:
+    """An id matched by its start, only for a word that starts like one ("ord-2508"): any other word would make
+    the planner read every row instead of the full-text index."""
+    prefix = f"{model.ID_PREFIX}-"
+    if term.startswith(prefix) or prefix.startswith(term):
+        return Q(**{f"{name}__istartswith": term})
+    return Q(pk__in=[])
+
+
+def _order_term(term: str) -> Q:
+    """An order matches a word through its id, status, customer (name, email, phone) or a product on it."""
+    tsquery = _term_query(term)
+    match = _id_start("pk", Order, term) | _id_start("customer__id", Customer, term)
+    statuses = [value for value in OrderStatus.values if value.startswith(term)]
+    if statuses:
+        match |= Q(status__in=statuses)
+    if tsquery:
+        customers = Customer.objects.filter(_matches(customer_document(), tsquery)).values("pk")
+        products = Product.objects.filter(_matches(product_document(), tsquery)).values("pk")
+        lines = OrderLineItem.objects.filter(order_id=OuterRef("pk"), product_id__in=products)
+        match |= Q(customer_id__in=customers) | Q(Exists(lines))
+    return match
+
+
+def _ticket_term(term: str) -> Q:
+    tsquery = _term_query(term)
+    match = (
+        _id_start("pk", SupportTicket, term)
+        | _id_start("customer__id", Customer, term)
+        | _id_start("order__id", Order, term)
+    )
+    if tsquery:
+        customers = Customer.objects.filter(_matches(customer_document(), tsquery)).values("pk")
+        # as a subquery, so the planner reads the full-text index instead of every ticket's body
+        own = SupportTicket.objects.filter(_matches(ticket_document(), tsquery)).values("pk")
+        match |= Q(pk__in=own) | Q(customer_id__in=customers)
+    return match
+
+
+def _amount_match(name: str, amounts: list[Decimal]) -> Q:
+    match = Q()
+    for amount in amounts:
+        slack = max(Decimal("1.00"), amount * Decimal("0.005"))  # what a person remembers of a total
+        match |= Q(**{f"{name}__gte": amount - slack, f"{name}__lte": amount + slack})
+    return match
+
+
+def _distance_to(center: date) -> Func:
+    """Seconds between a row's created_at and noon (world time) of the day a person remembers."""
+    moment = datetime.combine(center, time(12), tzinfo=world_zone())
+    return Func(
+        F("created_at"),
+        Value(moment),
+        template="abs(extract(epoch from (%(expressions)s)))",
+        arg_joiner=" - ",
+        output_field=FloatField(),
+    )
+
+
+def _window_match(window: DateWindow, *, delivery: bool = False) -> Q:
+    start = datetime.combine(window.start, time(0), tzinfo=world_zone())
+    end = datetime.combine(window.end + timedelta(days=1), time(0), tzinfo=world_zone())
+    match = Q(created_at__gte=start, created_at__lt=end)
+    if delivery:
+        match |= Q(estimated_delivery__gte=window.start, estimated_delivery__lte=window.end)
+    return match
+
+
+def _ranked(kind: str, parsed: LookupQuery) -> QuerySet:
+    """The rows of ``kind`` matching every word, date and amount of ``parsed``, best first (Postgres)."""
+    spec = LOOKUP_KINDS[kind]
     rows = spec.model.objects.select_related(*spec.related)
-    for term in query.split()[:6]:
+    tsquery = parsed.tsquery()
+    if kind == "order":
+        for term in parsed.terms:
+            rows = rows.filter(_order_term(term))
+        if parsed.amounts:
+            lines = OrderLineItem.objects.filter(
+                Q(order_id=OuterRef("pk")) & _amount_match("unit_price", parsed.amounts)
+            )
+            rows = rows.filter(_amount_match("total", parsed.amounts) | Q(Exists(lines)))
+        names = (
+            OrderLineItem.objects.filter(order_id=OuterRef("pk"))
+            .values("order_id")
+            .annotate(names=StringAgg("product__name", ", ", order_by="id"))
+            .values("names")
+        )
+        rows = rows.annotate(product_names=Subquery(names[:1]))
+        if parsed.window:
+            rows = rows.filter(_window_match(parsed.window.widened(WINDOW_SLACK_DAYS), delivery=True))
+            return rows.order_by(_distance_to(parsed.window.center), "id")
+        return rows.order_by("-created_at", "id")
+    if kind == "ticket":
+        for term in parsed.terms:
+            rows = rows.filter(_ticket_term(term))
+        if parsed.window:
+            rows = rows.filter(_window_match(parsed.window.widened(WINDOW_SLACK_DAYS)))
+        if parsed.window and not tsquery:
+            return rows.order_by(_distance_to(parsed.window.center), "id")
+        if tsquery:
+            rank = SearchRank(ticket_document(), SearchQuery(tsquery, search_type="raw", config=SEARCH_CONFIG))
+            return rows.annotate(rank=rank).order_by("-rank", "-created_at", "id")
+        return rows.order_by("-created_at", "id")
+    document = {"customer": customer_document, "product": product_document, "kb": article_document}[kind]()
+    for term in parsed.terms:
+        term_tsquery = _term_query(term)
+        match = _id_start("pk", spec.model, term)
+        if term_tsquery:
+            match |= _matches(document, term_tsquery)
+        rows = rows.filter(match)
+    if kind == "product" and parsed.amounts:
+        rows = rows.filter(_amount_match("price", parsed.amounts))
+    if tsquery:
+        rank = SearchRank(document, SearchQuery(tsquery, search_type="raw", config=SEARCH_CONFIG))
+        return rows.annotate(rank=rank).order_by("-rank", "id")
+    return rows.order_by("id")
+
+
+def _contains_everywhere(kind: str, query: str) -> QuerySet:
+    """Off Postgres (a SQLite live world in a test or a laptop): every word must be in one of the kind's fields."""
+    spec = LOOKUP_KINDS[kind]
+    rows = spec.model.objects.select_related(*spec.related)
+    for term in query.split()[:MAX_TERMS]:
         match = Q()
         for name in spec.fields:
             lookup = "istartswith" if name.endswith("id") else "icontains"
             match |= Q(**{f"{name}__{lookup}": term})
         rows = rows.filter(match)
-    found = list(rows.order_by("id")[(page - 1) * page_size : page * page_size + 1])
-    result = LookupPage(kind=kind, query=query, page=page, has_more=len(found) > page_size)
+    return rows.order_by("id")
+
+
+def world_lookup(*, kind: str, query: str = "", page: int = 1, page_size: int = PAGE_SIZE) -> LookupPage:
+    """One page of ``kind`` rows of the live world for what a person typed, best first, in one query.
+
+    Every word must match (as a prefix, by full text on Postgres: names, emails, phones, product names on an
+    order's lines, ticket and article text, or an id's start); a date ("mid august", "aug 14", "2025-08-14",
+    "40 days ago") narrows orders and tickets to that window (a week either side) and ranks the nearest first;
+    an amount ("$299", "1,299.00") matches an order's total or a line's price, or a product's price.
+    """
+    spec = LOOKUP_KINDS.get(kind)
+    if spec is None:
+        raise ValueError(f"unknown look-up {kind!r}; one of: {', '.join(LOOKUP_KINDS)}")
+    page = max(1, page)
+    parsed = lookup_query_parse(query, today=world_now().astimezone(world_zone()).date())
+    rows = _ranked(kind, parsed) if connection.vendor == "postgresql" else _contains_everywhere(kind, query)
+    found = list(rows[(page - 1) * page_size : page * page_size + 1])
+    understood = parsed.understood if kind in ("order", "ticket") or parsed.amounts else []
+    if kind in ("customer", "kb", "ticket"):
+        understood = [u for u in understood if not u.startswith("amount")]
+    result = LookupPage(kind=kind, query=query, page=page, has_more=len(found) > page_size, understood=understood)
     for row in found[:page_size]:
         title, detail = _describe(kind, row)
         result.rows.append(LookupRow(entity_type=spec.model._meta.model_name, id=row.pk, title=title, detail=detail))
@@ -112,6 +335,7 @@ class EntityField:
     value: Any
     link: tuple[str, str] | None = None  # (entity type, id) of a referenced row
     is_json: bool = False
+    note: str = ""  # the referenced row's name, beside its id
 
 
 @dataclass
@@ -130,13 +354,39 @@ class EntityPage:
     title: str
     fields: list[EntityField]
     related: list[RelatedGroup]
+    summary: list[tuple[str, str]] = field(default_factory=list)  # what a support lead asks first
+
+
+def entity_name(row: models.Model) -> str:
+    """The name a person calls a row by ("Kestrel Nyra NX 4060 Compact 8GB", "Jane Doe"), or "" if it has none."""
+    for attrs in (("first_name", "last_name"), ("name",), ("subject",), ("title",)):
+        if all(hasattr(row, a) for a in attrs):
+            return " ".join(str(getattr(row, a)) for a in attrs).strip()
+    return ""
+
+
+def _shown(f: models.Field, value: Any) -> Any:
+    """A field's value the way a support lead reads it: money with $ and thousands, days and times in words."""
+    if value is None or value == "":
+        return value
+    if isinstance(f, models.DecimalField) and f.decimal_places == 2 and f.name != "factor":
+        return money(value)
+    if isinstance(f, models.DateTimeField):
+        local = value.astimezone(world_zone())
+        return f"{day(local)} {local:%H:%M}"
+    if isinstance(f, models.DateField):
+        return day(value)
+    return value
 
 
 def _row_label(row: models.Model, *, skip: str = "", summary: bool = True) -> str:
-    """The row's own name, or (for rows named only by their id) a few of its short fields."""
-    text = str(row)
-    if text != row.pk or not summary:
-        return text.removeprefix(f"{row.pk}").strip()
+    """The row's own name, or (for rows named only by their id) a few of its short fields, with the names of the
+    rows it points to ("product Kestrel Nyra NX 4060 Compact 8GB · quantity 1 · unit price $298.99")."""
+    name = entity_name(row)
+    if name or not summary:
+        return name or str(row).removeprefix(f"{row.pk}").strip()
+    if known := _KNOWN_ROWS.get(row._meta.model_name):
+        return known(row, skip)
     parts = []
     for f in row._meta.concrete_fields:
         if f.primary_key or f.name in (skip, "updated_at") or isinstance(f, models.JSONField | models.TextField):
@@ -144,22 +394,75 @@ def _row_label(row: models.Model, *, skip: str = "", summary: bool = True) -> st
         value = getattr(row, f.attname)
         if value in (None, ""):
             continue
-        if isinstance(f, models.DateTimeField):
-            value = f"{value:%Y-%m-%d}"
-        parts.append(f"{f.name.replace('_', ' ')} {value}")
+        value = (entity_name(getattr(row, f.name)) or value) if f.is_relation else _shown(f, value)
+        parts.append(f"{f.verbose_name} {value}")
         if len(parts) == 4:
             break
     return " · ".join(parts)
 
 
+def _line_label(row: Any, skip: str) -> str:
+    priced = f"x {row.quantity} at {money(row.unit_price)}"
+    if skip == "product":  # on the product's page: which order, when
+        return f"order {row.order_id} · {day(row.order.created_at)} · {priced}"
+    return f"{row.product.name} {priced}"
+
+
+def _shipment_label(row: Any, skip: str) -> str:
+    when = f"delivered {day(row.delivered_at)}" if row.delivered_at else f"expected {day(row.estimated_delivery)}"
+    return f"{row.get_carrier_display()} {row.tracking_number} · {row.status} · {when}"
+
+
+_KNOWN_ROWS = {
+    "order": lambda r, skip: f"{day(r.created_at)} · {r.status} · {money(r.total)}",
+    "orderlineitem": _line_label,
+    "payment": lambda r, skip: f"{money(r.amount)} · {r.method} · {r.status} · {day(r.processed_at or r.created_at)}",
+    "shipment": _shipment_label,
+    "refund": lambda r, skip: f"{money(r.amount)} · {r.reason} · {r.status} · {day(r.created_at)}",
+}
+
+
+def _summary(entity_type: str, row: models.Model, related: dict[str, list[models.Model]]) -> list[tuple[str, str]]:
+    """Facts read off the row and the related rows already fetched (no query of its own)."""
+    facts: list[tuple[str, str]] = []
+    if entity_type == "order":
+        facts.append(("Placed", day(row.created_at)))
+        shipments = related.get("shipment", [])
+        delivered = [s.delivered_at for s in shipments if s.delivered_at]
+        if delivered:
+            facts.append(("Delivered", day(max(delivered))))
+        elif row.estimated_delivery or any(s.estimated_delivery for s in shipments):
+            expected = [s.estimated_delivery for s in shipments if s.estimated_delivery] or [row.estimated_delivery]
+            facts.append(("Expected delivery", day(max(expected))))
+        lines = related.get("orderlineitem", [])
+        if lines:
+            facts.append(("Items", ", ".join(f"{line.product.name} x {line.quantity}" for line in lines)))
+        facts.append(("Total", money(row.total)))
+    elif entity_type == "customer":
+        orders = related.get("order", [])
+        if orders:
+            facts.append(("Last order", day(max(o.created_at for o in orders))))
+        facts.append(("Customer since", day(row.created_at)))
+    elif entity_type == "product":
+        facts.append(("Price", money(row.price)))
+        lines = related.get("orderlineitem", [])
+        if lines:
+            facts.append(
+                ("On orders", ", ".join(f"{line.order_id} ({day(line.order.created_at)})" for line in lines[:5]))
+            )
+    return facts
+
+
 def world_entity(*, entity_type: str, pk: str) -> EntityPage:
-    """Any world row (by its table's model name) with its fields, links to the rows it references, and the rows
-    that reference it (up to ``RELATED_ROWS`` of each kind). Raises Http404 for an unknown type or id."""
+    """Any world row (by its table's model name) with its fields, the rows it references (linked, with their names),
+    and the rows that reference it (up to ``RELATED_ROWS`` of each kind, named). Raises Http404 for an unknown type
+    or id. One query for the row and what it points to, one per kind of related row."""
     model = world_tables().get(entity_type)
     if model is None:
         raise Http404(f"No entity type {entity_type!r}.")
+    pointers = [f.name for f in model._meta.concrete_fields if f.is_relation]
     try:
-        row = model.objects.get(pk=pk)
+        row = model.objects.select_related(*pointers).get(pk=pk)
     except model.DoesNotExist:
         raise Http404(f"No {model._meta.verbose_name} {pk}.") from None
     fields = []
@@ -167,22 +470,35 @@ def world_entity(*, entity_type: str, pk: str) -> EntityPage:
         value = getattr(row, f.attname)
         if f.is_relation:
             link = (f.related_model._meta.model_name, value) if value else None
-            fields.append(EntityField(f.name, f.verbose_name, value, link=link))
+            note = entity_name(getattr(row, f.name)) if value else ""
+            fields.append(EntityField(f.name, f.verbose_name, value, link=link, note=note))
         elif isinstance(f, models.JSONField):
             fields.append(EntityField(f.name, f.verbose_name, json.dumps(value, indent=2, default=str), is_json=True))
         else:
-            shown = getattr(row, f"get_{f.name}_display")() if f.choices else value
+            shown = getattr(row, f"get_{f.name}_display")() if f.choices else _shown(f, value)
             fields.append(EntityField(f.name, f.verbose_name, shown))
     related = []
+    fetched: dict[str, list[models.Model]] = {}
     for rel in model._meta.related_objects:
         if not rel.one_to_many and not rel.one_to_one:
             continue
         target = rel.related_model
         if target._meta.model_name not in world_tables():
             continue
-        found = list(target.objects.filter(**{rel.field.name: row.pk}).order_by("pk")[: RELATED_ROWS + 1])
+        their_pointers = [
+            f.name for f in target._meta.concrete_fields if f.is_relation and f.name != rel.field.name and not f.null
+        ]
+        names = {f.name for f in target._meta.concrete_fields}
+        # newest first, as a support lead reads a history; line items by their order's date
+        newest = ("-created_at",) if "created_at" in names else ("-order__created_at",) if "order" in names else ()
+        found = list(
+            target.objects.filter(**{rel.field.name: row.pk})
+            .select_related(*their_pointers)
+            .order_by(*newest, "pk")[: RELATED_ROWS + 1]
+        )
         if not found:
             continue
+        fetched[target._meta.model_name] = found[:RELATED_ROWS]
         related.append(
             RelatedGroup(
                 label=f"{target._meta.verbose_name_plural.capitalize()} ({rel.field.verbose_name})",
@@ -198,4 +514,5 @@ def world_entity(*, entity_type: str, pk: str) -> EntityPage:
         title=_row_label(row, summary=False),
         fields=fields,
         related=related,
+        summary=_summary(entity_type, row, fetched),
     )

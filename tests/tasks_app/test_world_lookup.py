@@ -2,16 +2,29 @@
 
 from __future__ import annotations
 
+from datetime import date, timedelta
+from zoneinfo import ZoneInfo
+
 import pytest
 from django.urls import reverse
+from django.utils.html import escape
 
 from tests.tasks_app.factories import author, reviewer
-from world_app.models import ENTITY_MODELS, Customer, Order, Product, SupportTicket
+from world_app.models import (
+    ENTITY_MODELS,
+    Customer,
+    KnowledgeBaseArticle,
+    Order,
+    OrderLineItem,
+    Product,
+    SupportTicket,
+)
 from world_app.selectors_lookup import PAGE_SIZE, world_entity, world_lookup
 
 pytestmark = pytest.mark.django_db
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
+TODAY = date(2025, 9, 15)
 
 
 @pytest.fixture
@@ -25,7 +38,7 @@ def test_orders_are_found_by_id_prefix_and_by_customer(seeded_world):
     order = Order.objects.select_related("customer").order_by("id")[5]
     by_id = world_lookup(kind="order", query=order.pk)
     assert [r.id for r in by_id.rows] == [order.pk]
-    assert order.customer_id in by_id.rows[0].detail and str(order.total) in by_id.rows[0].detail
+    assert order.customer_id in by_id.rows[0].detail and f"${order.total:,.2f}" in by_id.rows[0].detail
     by_email = world_lookup(kind="order", query=order.customer.email)
     assert order.pk in {r.id for r in by_email.rows}
     assert all(r.entity_type == "order" for r in by_email.rows)
@@ -95,3 +108,73 @@ def test_lookups_need_a_login_and_are_open_to_every_role(client, seeded_world):
     assert client.get(reverse("world:lookup")).status_code == 302
     client.force_login(reviewer())
     assert client.get(reverse("world:lookup"), {"kind": "ticket", "q": "tkt"}).status_code == 200
+
+
+def test_a_product_name_and_an_approximate_date_find_the_order(seeded_world):
+    """What the issue asked: "nyra 4060 mid august" puts the Nyra NX 4060 order nearest Aug 15 in the top 3."""
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    mid_august = datetime(2025, 8, 15, 12, tzinfo=ZoneInfo("EST"))
+    candidates = Order.objects.filter(
+        line_items__product__name__icontains="Nyra NX 4060",
+        created_at__range=(mid_august - timedelta(days=20), mid_august + timedelta(days=20)),
+    ).distinct()
+    wanted = min(candidates, key=lambda o: abs(o.created_at - mid_august))
+    found = world_lookup(kind="order", query="nyra 4060 mid august")
+    assert wanted.pk in [r.id for r in found.rows[:3]]
+    assert found.understood == ["dates Aug 11 to Aug 20, 2025"]
+    assert "Nyra NX 4060" in next(r.detail for r in found.rows if r.id == wanted.pk)  # product names on the row
+    # every row found has such a line: no word is ignored
+    assert set(
+        OrderLineItem.objects.filter(
+            order_id__in=[r.id for r in found.rows], product__name__icontains="4060"
+        ).values_list("order_id", flat=True)
+    ) == {r.id for r in found.rows}
+
+
+def test_customers_tickets_articles_and_products_are_found_by_what_people_remember(seeded_world):
+    customer = Customer.objects.exclude(phone="").order_by("id")[11]
+    digits = "".join(c for c in customer.phone if c.isdigit())
+    assert customer.pk in [r.id for r in world_lookup(kind="customer", query=digits[-4:]).rows]
+    local = customer.email.split("@")[0].split(".")[-1]
+    assert customer.pk in [r.id for r in world_lookup(kind="customer", query=f"{local} {customer.first_name[:3]}").rows]
+    ticket = SupportTicket.objects.order_by("id")[40]
+    rare = max(ticket.body.split(), key=len).strip(".,!?:;\"'()").lower()
+    assert ticket.pk in [r.id for r in world_lookup(kind="ticket", query=f"{rare} {ticket.customer.last_name}").rows]
+    article = KnowledgeBaseArticle.objects.get(slug="returns-policy")
+    assert world_lookup(kind="kb", query="returns refunds").rows[0].id == article.pk  # the title outranks a body
+    product = Product.objects.filter(name__icontains="Nyra NX 4060").order_by("id").first()
+    by_price = world_lookup(kind="product", query=f"nyra ${product.price}")
+    assert [r.id for r in by_price.rows] == [product.pk] or product.pk in [r.id for r in by_price.rows]
+    assert all("$" in r.detail for r in by_price.rows)
+
+
+def test_the_search_indexes_exist_and_the_planner_uses_them(seeded_world):
+    from django.db import connection
+
+    from world_app.lookup_query import lookup_query_parse
+    from world_app.selectors_lookup import LOOKUP_KINDS, _ranked
+
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        for kind, index in (("product", "product"), ("customer", "customer"), ("ticket", "ticket"), ("kb", "article")):
+            queryset = _ranked(kind, lookup_query_parse("nyra", today=TODAY))
+            sql, params = queryset.query.sql_with_params()
+            cursor.execute(f"EXPLAIN {sql}", params)
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+            assert f"world_lookup_{index}_fts" in plan, (kind, plan)
+    assert set(LOOKUP_KINDS) == {"order", "customer", "product", "ticket", "kb"}
+
+
+def test_an_order_page_reads_like_a_support_lead_reads_it(client, user, seeded_world):
+    order = Order.objects.filter(shipments__delivered_at__isnull=False).order_by("id")[3]
+    line = order.line_items.select_related("product").order_by("id").first()
+    body = client.get(reverse("world:entity", args=["order", order.pk])).content.decode()
+    delivered = max(s.delivered_at for s in order.shipments.all()).astimezone(ZoneInfo("EST"))
+    assert f"{delivered:%b} {delivered.day}, {delivered.year}" in body  # the delivery date
+    assert escape(f"{line.product.name} x {line.quantity}") in body  # line items by product name
+    assert f"${order.total:,.2f}" in body
+    assert escape(f"{order.customer.first_name} {order.customer.last_name}") in body  # the customer named beside the link
+    product_page = client.get(reverse("world:entity", args=["product", line.product_id])).content.decode()
+    assert reverse("world:entity", args=["orderlineitem", line.pk]) in product_page or "Only the first" in product_page
