@@ -175,6 +175,6 @@ def test_an_order_page_reads_like_a_support_lead_reads_it(client, user, seeded_w
     assert f"{delivered:%b} {delivered.day}, {delivered.year}" in body  # the delivery date
     assert escape(f"{line.product.name} x {line.quantity}") in body  # line items by product name
     assert f"${order.total:,.2f}" in body
-    assert escape(f"{order.customer.first_name} {order.customer.last_name}") in body  # the customer named beside the link
+    assert escape(f"{order.customer.first_name} {order.customer.last_name}") in body  # named beside the link
     product_page = client.get(reverse("world:entity", args=["product", line.product_id])).content.decode()
     assert reverse("world:entity", args=["orderlineitem", line.pk]) in product_page or "Only the first" in product_page
