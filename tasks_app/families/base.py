@@ -14,12 +14,16 @@ world rather than the oldest rows first), phrasings are chosen by a hash of the 
 from __future__ import annotations
 
 import hashlib
+import itertools
+import math
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal
 from typing import Any
+
+BRANCH_SHARE_MAX = 0.6  # no branch above this share of a family's instances (issue 13)
 
 MONTHS = (
     "January", "February", "March", "April", "May", "June",
@@ -41,6 +45,7 @@ class FamilyInstance:
     reference_solution: dict
     tags: list[str] = field(default_factory=list)
     reviewer_notes: str = ""
+    branch: str = ""  # the outcome a constant answer would bet on ("in warranty"): families balance on it
 
     @property
     def source_key(self) -> str:
@@ -72,11 +77,13 @@ class Simulator:
         from tasks_app.rubric_hardening import reference_trace
 
         results, diff = reference_trace(list(calls))
-        self.traces = {_calls_key(calls): (results, diff)}  # the last run: the reference, when the build ends with it
+        if len(self.traces) >= 20_000:
+            self.traces.clear()
+        self.traces[_calls_key(calls)] = (results, diff)  # the reference's, when the build ends with its calls
         return results
 
     def trace(self, calls: Sequence[dict]) -> tuple[list, dict]:
-        """The results and the diff of ``calls``: the last run's when it was these calls, else a new run."""
+        """The results and the diff of ``calls``: an earlier run's when it was these calls, else a new run."""
         from tasks_app.rubric_hardening import reference_trace
 
         return self.traces.get(_calls_key(calls)) or reference_trace(list(calls))
@@ -113,20 +120,63 @@ class Family:
         return self.entity_ids(candidate)
 
     def instances(self, *, limit: int | None = None) -> Iterator[FamilyInstance]:
-        ordered = sorted(self.candidates(), key=lambda c: stable_hash(self.name, *self.entity_ids(c)))
+        """Up to ``limit`` instances (default: all), hardened."""
         sim = Simulator()
-        made, seen = 0, set()
+        built = self._built(sim)
+        for instance in itertools.islice(built, limit) if limit is not None else built:
+            yield instance_hardened(instance, sim)
+
+    def _built(self, sim: Simulator) -> Iterator[FamilyInstance]:
+        ordered = sorted(self.candidates(), key=lambda c: stable_hash(self.name, *self.entity_ids(c)))
+        seen = set()
         for candidate in ordered:
-            if limit is not None and made >= limit:
-                return
             distinct = self.distinct_key(candidate)
             if distinct in seen:
                 continue
             seen.add(distinct)
             instance = self.build(candidate, sim)
             if instance is not None:
-                made += 1
-                yield instance_hardened(instance, sim)
+                yield instance
+
+
+def branch_cap(limit: int) -> int:
+    """The most instances one branch may have among ``limit`` (``BRANCH_SHARE_MAX`` of them, at least one)."""
+    return max(1, math.floor(BRANCH_SHARE_MAX * limit + 1e-9))
+
+
+def branches_balanced(built: Iterable[FamilyInstance], *, limit: int | None = None) -> list[FamilyInstance]:
+    """The instances to keep so that no branch holds more than ``BRANCH_SHARE_MAX`` of them (a constant answer,
+    "in warranty" for every claim, must not pass most of a family), in an order whose every prefix keeps the
+    shares (the first N a loader takes are balanced too).
+
+    With ``limit``: the first instances in hash order, each branch capped at ``branch_cap(limit)``; building stops
+    once ``limit`` are kept. Then (with a limit or without) the largest branch keeps only as many as hold it at the
+    bound, the first in hash order; every instance of the other branches stays. Instances without a branch are not
+    balanced. A family whose instances all fall in one branch cannot be balanced: it keeps one, and
+    ``manage.py task_stats`` shows it.
+    """
+    by_branch: dict[str, list[FamilyInstance]] = {}
+    cap, kept = (branch_cap(limit), 0) if limit is not None else (None, 0)
+    for instance in built:
+        bucket = by_branch.setdefault(instance.branch, [])
+        if cap is not None and instance.branch and len(bucket) >= cap:
+            continue
+        bucket.append(instance)
+        kept += 1
+        if limit is not None and kept >= limit:
+            break
+    largest = max(by_branch, key=lambda b: len(by_branch[b]), default="")
+    if largest:  # capping the largest at the bound leaves every other branch below it
+        rest = sum(len(v) for b, v in by_branch.items() if b != largest)
+        allowed = max(1, math.floor(BRANCH_SHARE_MAX / (1 - BRANCH_SHARE_MAX) * rest + 1e-9))
+        by_branch[largest] = by_branch[largest][:allowed]
+    # Interleave: each instance ranked by its position within its branch over the branch's size.
+    ranked = [
+        ((index + 0.5) / len(bucket), order, instance)
+        for order, bucket in enumerate(by_branch.values())
+        for index, instance in enumerate(bucket)
+    ]
+    return [instance for _, _, instance in sorted(ranked, key=lambda r: (r[0], r[1]))]
 
 
 def instance_hardened(instance: FamilyInstance, sim: Simulator | None = None) -> FamilyInstance:

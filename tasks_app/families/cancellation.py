@@ -214,6 +214,7 @@ class OrderCancellationFamily(Family):
             family=self.name,
             entity_ids=(order.id,),
             title=f"Cancel {order.id} ({outcome})",
+            branch=outcome,
             task_type=self.task_type,
             difficulty=difficulty,
             instruction=instruction,

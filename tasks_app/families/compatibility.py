@@ -192,6 +192,7 @@ class BuildPartSwapFamily(Family):
             family=self.name,
             entity_ids=self.entity_ids(candidate),
             title=f"Swap {old.category} in {build.id} for {new.name} ({outcome})",
+            branch="applied" if outcome.endswith("applied") else ("incompatible" if not compatible else "build locked"),
             task_type=self.task_type,
             difficulty=difficulty,
             instruction=instruction,

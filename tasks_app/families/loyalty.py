@@ -153,6 +153,7 @@ class LoyaltyQuoteFamily(Family):
             )
         return FamilyInstance(
             family=self.name,
+            branch="mismatch" if mismatch else "matches",
             entity_ids=(customer.id, product.id, *([extra.id] if extra else [])),
             title=f"Quote {product.name} for a {claimed}-tier claim ({'mismatch' if mismatch else 'matches'})",
             task_type=self.task_type,

@@ -123,6 +123,7 @@ class ProductOrderAuditFamily(Family):
             family=self.name,
             entity_ids=self.entity_ids(candidate),
             title=f"All{status_words} orders of {product.name} ({len(ids)} orders, {len(calls)} pages)",
+            branch="one status" if status else "every status",
             task_type=self.task_type,
             difficulty="hard" if len(calls) > 2 else "medium",
             instruction=instruction,

@@ -218,6 +218,7 @@ class ReturnRequestFamily(Family):
             family=self.name,
             entity_ids=(line.id,),
             title=f"Return of {product} on {order.id} ({outcome})",
+            branch=outcome,
             task_type=self.task_type,
             difficulty=difficulty,
             instruction=instruction,

@@ -159,6 +159,7 @@ class ShipmentStatusFamily(Family):
             family=self.name,
             entity_ids=(order.id,),
             title=f"Where is order {order.id} ({status.replace('_', ' ')})",
+            branch=status.replace("_", " "),
             task_type=self.task_type,
             difficulty="medium" if status != "delivered" else "easy",
             instruction=instruction,

@@ -215,6 +215,7 @@ class WarrantyClaimFamily(Family):
             family=self.name,
             entity_ids=(line.id,),
             title=f"Warranty: {product} on {order.id} ({outcome})",
+            branch=outcome,
             task_type=self.task_type,
             difficulty=difficulty,
             instruction=instruction,

@@ -172,7 +172,7 @@ def test_load_tasks_and_task_stats_commands(tmp_path, snapshot):
     call_command("load_tasks", "--json", path=str(tmp_path), stdout=out)
     assert json.loads(out.getvalue())["unchanged"] == 2
     out = StringIO()
-    call_command("task_stats", "--json", stdout=out)
+    call_command("task_stats", "--json", "--no-library", stdout=out)
     stats = json.loads(out.getvalue())
     assert stats["total"] == 2
     assert stats["by_type"] == {"information_retrieval": 1, "reasoning": 1}
@@ -182,7 +182,7 @@ def test_load_tasks_and_task_stats_commands(tmp_path, snapshot):
     assert stats["starter_by_type"] == stats["by_type"]
     assert task_library_stats() == stats
     out = StringIO()
-    call_command("task_stats", stdout=out)
+    call_command("task_stats", "--no-library", stdout=out)
     assert "information_retrieval" in out.getvalue()
     (tmp_path / "reasoning" / "broken.yaml").write_text("key: [unclosed\n")
     with pytest.raises(CommandError, match="could not be loaded"):
