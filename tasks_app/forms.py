@@ -22,6 +22,7 @@ from rubrics_app.criteria import COUNT_OPS, criteria_validate, criterion_text_wa
 from rubrics_app.models import CriterionCategory, CriterionKind
 from tasks_app.models import Difficulty, TaskStatus, TaskType
 from tasks_app.selectors_authoring import snapshots_for_choice, task_authors
+from tasks_app.selectors_calibration import FLAG_FILTERS, SORTS
 
 MAX_CRITERIA = 100
 PREFIX = re.compile(r"^c\d{1,4}$")
@@ -36,6 +37,8 @@ class TaskFilterForm(forms.Form):
     author = forms.ModelChoiceField(
         required=False, queryset=task_authors(), empty_label="Anyone", to_field_name="username"
     )
+    flag = forms.ChoiceField(required=False, label="Calibration", choices=list(FLAG_FILTERS.items()))
+    sort = forms.ChoiceField(required=False, choices=[(k, label) for k, (label, _) in SORTS.items()])
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -54,6 +57,11 @@ class TaskFilterForm(forms.Form):
             "family": data.get("family") or "",
             "author_id": author.pk if author else None,
         }
+
+    def calibration(self) -> dict[str, str]:
+        """``tasks_calibrated``'s keyword arguments (flag, sort); an invalid one is ignored."""
+        self.is_valid()
+        return {"flag": self.cleaned_data.get("flag") or "", "sort": self.cleaned_data.get("sort") or ""}
 
 
 class SnapshotChoiceField(forms.ModelChoiceField):

@@ -62,6 +62,7 @@ from tasks_app.selectors_authoring import (
     version_criteria,
     versions_by_number,
 )
+from tasks_app.selectors_calibration import tasks_calibrated, with_cells
 from tasks_app.services.tasks import EDITABLE_STATUSES, TaskConflict, task_create, task_retire, task_submit_for_review
 from tasks_app.services.tasks import task_update as task_update_service
 from world_app.selectors_lookup import LOOKUP_KINDS
@@ -98,8 +99,10 @@ def task_list_page(request: HttpRequest) -> HttpResponse:
     """Every task, filtered by a GET form; htmx requests get the table only."""
     form = TaskFilterForm(request.GET)
     filters = form.filters()
-    paginator = Paginator(task_list(**filters).filter(task_visible_q(request.user)), PAGE_SIZE)
+    tasks = tasks_calibrated(task_list(**filters).filter(task_visible_q(request.user)), **form.calibration())
+    paginator = Paginator(tasks, PAGE_SIZE)
     page = paginator.get_page(request.GET.get("page"))
+    with_cells(page.object_list)
     query = request.GET.copy()
     query.pop("page", None)
     roles = user_roles(request.user)

@@ -36,6 +36,7 @@ from tasks_app.selectors import (
     task_history,
     task_version_diff,
 )
+from tasks_app.selectors_calibration import FLAG_FILTERS, SORTS, tasks_calibrated, with_cells
 from tasks_app.services.gates import gate_checklist, rubric_gate_current, rubric_gate_ensure
 from tasks_app.services.reviews import (
     ClaimUnavailable,
@@ -79,8 +80,14 @@ def _queue_filters(request: HttpRequest, authors) -> tuple[dict[str, Any], dict[
         "type": request.GET.get("type", "").strip(),
         "author": request.GET.get("author", "").strip(),
         "age": request.GET.get("age", "").strip(),
+        "flag": request.GET.get("flag", "").strip(),
+        "sort": request.GET.get("sort", "").strip(),
     }
     errors: dict[str, str] = {}
+    if values["flag"] not in FLAG_FILTERS:
+        errors["flag"] = "Pick a calibration filter from the list."
+    if values["sort"] not in SORTS:
+        errors["sort"] = "Pick an order from the list."
     if values["type"] and values["type"] not in TaskType.values:
         errors["type"] = "Pick a task type from the list."
     if values["author"] and values["author"] not in {str(a.pk) for a in authors}:
@@ -111,7 +118,13 @@ def queue(request: HttpRequest) -> HttpResponse:
             timezone.now() - timedelta(days=int(values["age"])) if values["age"] and "age" not in errors else None
         ),
     )
+    tasks = tasks_calibrated(
+        tasks,
+        flag=values["flag"] if "flag" not in errors else "",
+        sort=values["sort"] if "sort" not in errors else "",
+    )
     page = Paginator(tasks, PAGE_SIZE).get_page(request.GET.get("page"))
+    with_cells(page.object_list)
     now = timezone.now()
     for task in page.object_list:
         held = task.claimed_by_id is not None and task.claim_expires_at and task.claim_expires_at > now
@@ -123,6 +136,8 @@ def queue(request: HttpRequest) -> HttpResponse:
         "errors": errors,
         "authors": authors,
         "task_types": TaskType.choices,
+        "flag_filters": FLAG_FILTERS.items(),
+        "sorts": [(key, label) for key, (label, _) in SORTS.items()],
         "query": query,
         "now": now,
     }
