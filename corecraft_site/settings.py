@@ -139,6 +139,8 @@ MCP_PUBLIC_URL = env_str("MCP_PUBLIC_URL", "")
 MCP_ALLOWED_HOSTS = env_list("MCP_ALLOWED_HOSTS", [])
 # Who checks an MCP bearer token (the API tokens of the trainer bridge): a callable secret -> Credential | None.
 MCP_CREDENTIAL_VERIFIER = "trainer_bridge.authentication.episode_credential_for_secret"
+# MCP task mode (world_app.mcp.tasks): episodes opened for a frozen release row, judged by its rubric. None: off.
+MCP_TASK_PROVIDER = "trainer_bridge.mcp_tasks.ReleaseRowTasks"
 
 # --- Redis and Celery -----------------------------------------------------------------------------
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")

@@ -11,5 +11,9 @@ Naming the episode (docs/adr/0002-mcp-episodes.md):
   one included, serves any episode with the same state; a process only caches worlds it has rebuilt.
 - Stdio serves one episode for the life of the process (``--episode``, or one created at start).
 
+Task mode (``tasks``): ``POST /mcp/episodes`` with ``{"release", "row_id"}`` opens the episode for a task, which then
+serves its instruction (prompt and resource) and a ``finish`` tool returning the judgement; the provider of tasks
+lives above this app (``settings.MCP_TASK_PROVIDER``, ``trainer_bridge.mcp_tasks``).
+
 ``server`` builds the SDK ``Server`` (tool list and calls), ``http`` the ASGI app, ``stdio`` the stdio loop.
 """

@@ -1,7 +1,9 @@
 """The streamable-HTTP ASGI app: episode creation, and the MCP endpoint of each episode.
 
 - ``POST /mcp/episodes`` (JSON ``{"snapshot_version"?, "label"?}``) -> 201 ``{"episode_id", "mcp_url",
-  "snapshot_version"}``; ``mcp_url`` is ``/mcp/episodes/<uuid>/mcp``.
+  "snapshot_version"}``; ``mcp_url`` is ``/mcp/episodes/<uuid>/mcp``. Task mode (``world_app.mcp.tasks``):
+  ``{"release": "<slug>", "row_id": <id>}`` opens the episode for a frozen release row, scoped like the trainer
+  API, and the answer carries ``task`` (instruction, prompt, resources, the finish tool).
 - ``/mcp/episodes/<uuid>/mcp`` (and ``/mcp/episodes/<uuid>``): the MCP endpoint of that episode. The form
   ending in ``/mcp`` is for clients that insist on it (the MCP Inspector rewrites a URL's end to ``/mcp``).
 - ``/mcp`` with header ``X-Corecraft-Episode: <uuid>``: the same, for clients with a fixed URL.
@@ -31,9 +33,10 @@ from urllib.parse import urlsplit
 
 import mcp_types as types
 from asgiref.sync import sync_to_async
+from django.db import close_old_connections
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -46,13 +49,13 @@ from world_app.mcp.episodes import (
     mcp_episode_create,
     mcp_episode_reachable,
 )
-from world_app.mcp.server import EPISODE_STATE_KEY, mcp_server_build
+from world_app.mcp.server import CREDENTIAL_STATE_KEY, EPISODE_STATE_KEY, mcp_server_build
+from world_app.mcp.tasks import McpTaskProvider, TaskRefused
 from world_app.snapshots import SnapshotNotPublished
 
 EPISODE_HEADER = "x-corecraft-episode"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 METADATA_PATH = "/.well-known/oauth-protected-resource"
-CREDENTIAL_STATE_KEY = "corecraft_credential"
 # Verifies a bearer secret: the credential it stands for, or None for an unknown or revoked one (sync, ORM).
 CredentialVerifier = Callable[[str], Credential | None]
 
@@ -103,6 +106,20 @@ class EpisodeCreateInput(BaseModel):
 
     snapshot_version: int | None = Field(None, ge=1)
     label: str = Field("", max_length=200)
+    # Task mode: the release row to open the episode for (both, or neither).
+    release: str | None = Field(None, min_length=1, max_length=100)
+    row_id: int | None = Field(None, ge=1, le=2**62)
+
+    @model_validator(mode="after")
+    def _task_fields(self) -> EpisodeCreateInput:
+        if (self.release is None) != (self.row_id is None):
+            raise ValueError("task mode needs both release and row_id")
+        if self.release is not None and self.snapshot_version is not None:
+            raise ValueError("a release row brings its own snapshot version: send release and row_id without it")
+        return self
+
+    def task_spec(self) -> dict | None:
+        return None if self.release is None else {"release": self.release, "row_id": self.row_id}
 
 
 def _jsonrpc_error(status: int, message: str, *, code: int = types.INVALID_REQUEST) -> Response:
@@ -212,10 +229,25 @@ class EpisodeMcpEndpoint:
         await self.manager.handle_request(scope, receive, send)
 
 
-def mcp_http_app(*, site: McpSite, verify: CredentialVerifier, snapshot_version: int | None = None) -> ASGIApp:
-    """The ASGI app; ``snapshot_version`` is what ``POST /mcp/episodes`` uses when the body names none."""
+def _task_open(tasks: McpTaskProvider, credential: Credential, spec: dict):
+    close_old_connections()
+    try:
+        return tasks.open(credential=credential, spec=spec)
+    finally:
+        close_old_connections()
+
+
+def mcp_http_app(
+    *,
+    site: McpSite,
+    verify: CredentialVerifier,
+    snapshot_version: int | None = None,
+    tasks: McpTaskProvider | None = None,
+) -> ASGIApp:
+    """The ASGI app; ``snapshot_version`` is what ``POST /mcp/episodes`` uses when the body names none; ``tasks``
+    (None: task mode off) opens episodes for tasks and serves their prompt, resources and finish tool."""
     # Host/Origin are checked by BearerGuard before anything (DNS rebinding); the SDK's own check would repeat it.
-    manager = StreamableHTTPSessionManager(app=mcp_server_build(), stateless=True, json_response=True)
+    manager = StreamableHTTPSessionManager(app=mcp_server_build(tasks=tasks), stateless=True, json_response=True)
     endpoint = EpisodeMcpEndpoint(manager)
 
     async def create_episode(request: Request) -> Response:
@@ -225,6 +257,9 @@ def mcp_http_app(*, site: McpSite, verify: CredentialVerifier, snapshot_version:
         except ValidationError as exc:
             errors = exc.errors(include_url=False, include_context=False, include_input=False)
             return JSONResponse({"error": errors}, status_code=400)
+        spec = data.task_spec()
+        if spec is not None:
+            return await open_task(request, spec)
         wanted = data.snapshot_version if data.snapshot_version is not None else snapshot_version
         try:
             episode_id, version = await sync_to_async(mcp_episode_create, thread_sensitive=True)(
@@ -236,6 +271,22 @@ def mcp_http_app(*, site: McpSite, verify: CredentialVerifier, snapshot_version:
             return JSONResponse({"error": str(exc)}, status_code=409)
         url = site.episode_url(episode_id)
         body = {"episode_id": str(episode_id), "mcp_url": url, "snapshot_version": version}
+        return JSONResponse(body, status_code=201, headers={"Location": url})
+
+    async def open_task(request: Request, spec: dict) -> Response:
+        if tasks is None:
+            return JSONResponse({"error": "task mode is off on this server (MCP_TASK_PROVIDER)"}, status_code=400)
+        try:
+            task = await sync_to_async(_task_open, thread_sensitive=True)(tasks, _scope_credential(request.scope), spec)
+        except TaskRefused as exc:
+            return JSONResponse({"error": str(exc), "code": exc.code}, status_code=exc.status)
+        url = site.episode_url(task.episode_id)
+        body = {
+            "episode_id": str(task.episode_id),
+            "mcp_url": url,
+            "snapshot_version": task.snapshot_version,
+            "task": task.summary(),
+        }
         return JSONResponse(body, status_code=201, headers={"Location": url})
 
     async def resource_metadata(request: Request) -> Response:

@@ -12,6 +12,7 @@ from django.utils.module_loading import import_string
 from world_app.mcp.episodes import SnapshotVersionUnknown, mcp_episode_create, mcp_episode_status
 from world_app.mcp.http import LOOPBACK_HOSTS, McpSite, mcp_http_app
 from world_app.mcp.stdio import mcp_stdio_serve
+from world_app.mcp.tasks import mcp_task_provider_load
 from world_app.models import Episode, WorldSnapshot
 from world_app.snapshots import SnapshotNotPublished
 
@@ -61,7 +62,10 @@ class Command(BaseCommand):
             logging.getLogger("mcp.server.streamable_http").setLevel(logging.WARNING)
         site = self._site(host=host, port=port, public_url=public_url)
         app = mcp_http_app(
-            site=site, verify=import_string(settings.MCP_CREDENTIAL_VERIFIER), snapshot_version=snapshot_version
+            site=site,
+            verify=import_string(settings.MCP_CREDENTIAL_VERIFIER),
+            snapshot_version=snapshot_version,
+            tasks=mcp_task_provider_load(getattr(settings, "MCP_TASK_PROVIDER", None)),
         )
         connections.close_all()
         uvicorn.run(app, host=host, port=port, log_level=log_level, lifespan="on")
