@@ -106,8 +106,18 @@ MATRIX: dict[str, list[tuple[str, str, str]]] = {
     "releases:compare": [("GET", "/releases/compare/", "302 403 403 403 200 302 302 302 302")],
     "releases:export-download": [("GET", "/releases/exports/{job}/download/", "302 403 403 403 200 302 302 302 302")],
     "releases:detail": [("GET", "/releases/{release}/", "302 403 403 403 200 302 302 302 302")],
-    "releases:freeze": [("POST", "/releases/{release}/freeze/", "302 403 403 403 302 302 302 302 302")],
-    "releases:delete": [("POST", "/releases/{release}/delete/", "302 403 403 403 302 302 302 302 302")],
+    "releases:edit": [
+        ("GET", "/releases/{release}/edit/", "302 403 403 403 302 302 302 302 302"),
+        ("POST", "/releases/{release}/edit/", "302 403 403 403 302 302 302 302 302"),
+    ],
+    "releases:freeze": [
+        ("GET", "/releases/{release}/freeze/", "302 403 403 403 302 302 302 302 302"),
+        ("POST", "/releases/{release}/freeze/", "302 403 403 403 302 302 302 302 302"),
+    ],
+    "releases:delete": [
+        ("GET", "/releases/{release}/delete/", "302 403 403 403 302 302 302 302 302"),
+        ("POST", "/releases/{release}/delete/", "302 403 403 403 302 302 302 302 302"),
+    ],
     "releases:exports": [("GET", "/releases/{release}/exports/", "302 403 403 403 286 302 302 302 302")],
     "releases:export": [("POST", "/releases/{release}/exports/new/", "302 403 403 403 302 302 302 302 302")],
     "api:snapshot-list": [("GET", "/api/v1/snapshots/", "401 200 200 200 200 200 200 200 200")],

@@ -16,7 +16,7 @@ from django.utils import timezone
 from pydantic import ValidationError as PydanticValidationError
 
 from corecraft_site.canonical import canonical_json, canonical_sha256
-from tasks_app.models import Task
+from tasks_app.models import Task, TaskVersion
 from trainer_bridge import splits
 from trainer_bridge.auth import secret_digest
 from trainer_bridge.models import (
@@ -87,12 +87,14 @@ ROW_BATCH = 1000
 sha256_of = canonical_sha256
 
 
-def _clean_release_input(*, slug: str, name: str, seed, filters: dict, sizes: dict) -> dict:
+def _clean_release_input(
+    *, slug: str, name: str, seed, filters: dict, sizes: dict, editing: Release | None = None
+) -> dict:
     errors: dict[str, list[str]] = {}
     slug = (slug or "").strip()
     if not slug or not re.fullmatch(r"[-a-zA-Z0-9_]+", slug) or len(slug) > 80:
         errors["slug"] = ["Letters, digits, hyphens and underscores only (at most 80)."]
-    elif Release.objects.filter(slug=slug).exists():
+    elif Release.objects.filter(slug=slug).exclude(pk=editing.pk if editing else None).exists():
         errors["slug"] = ["A release with this slug exists."]
     name = (name or "").strip() or slug
     if len(name) > 200:
@@ -137,6 +139,62 @@ def release_create(*, slug: str, name: str = "", seed=0, filters: dict | None = 
     """A draft release: what to choose and how to split it (nothing chosen until it is frozen)."""
     clean = _clean_release_input(slug=slug, name=name, seed=seed, filters=filters or {}, sizes=sizes)
     return Release.objects.create(created_by=user, status=ReleaseStatus.DRAFT, **clean)
+
+
+@transaction.atomic
+def release_update_draft(
+    *, release: Release, slug: str, name: str = "", seed=0, filters: dict | None = None, sizes: dict, user
+) -> Release:
+    """Change a draft's slug, name, seed, filters or sizes (a draft holds no rows: nothing else to redo).
+
+    Raises ValidationError once the release is frozen: a frozen release is never changed (make a new draft)."""
+    locked = Release.objects.select_for_update().get(pk=release.pk)  # a freeze in flight waits, or wins
+    if locked.status != ReleaseStatus.DRAFT:
+        raise ValidationError({"status": ["A frozen release is never changed; make a new draft instead."]})
+    clean = _clean_release_input(slug=slug, name=name, seed=seed, filters=filters or {}, sizes=sizes, editing=locked)
+    for field, value in clean.items():
+        setattr(locked, field, value)
+    locked.save(update_fields=[*clean.keys()])
+    return locked
+
+
+@dataclass(frozen=True)
+class ReleaseOutcome:
+    """What freezing a draft would do now, for the confirmation that says so."""
+
+    train: int
+    holdout: int
+    snapshot_versions: list[int]
+    left_out_flagged: int  # approved tasks the gate flags, left out (the filter's default)
+    error: str = ""
+
+
+def release_freeze_outcome(*, release: Release) -> ReleaseOutcome:
+    """The counts the draft would freeze to now, and how many flagged tasks it leaves out."""
+    try:
+        plan = release_preview(release=release)
+    except splits.SplitError as exc:
+        return ReleaseOutcome(0, 0, [], 0, error=str(exc))
+    chosen = [*plan.train, *plan.holdout]
+    snapshots = sorted(
+        set(
+            TaskVersion.objects.filter(pk__in=[c.version_id for c in chosen]).values_list(
+                "snapshot__version", flat=True
+            )
+        )
+    )
+    left_out = release_flagged_left_out(release=release, plan=plan)
+    return ReleaseOutcome(len(plan.train), len(plan.holdout), snapshots, left_out)
+
+
+def release_flagged_left_out(*, release: Release, plan: splits.SplitPlan) -> int:
+    """Approved tasks that pass the draft's other filters but are left out because the gate flags them (0 when
+    the draft includes flagged tasks). ``plan``: the draft's preview (its qualifying tasks)."""
+    filters = splits.filters_parse(release.filters)
+    if filters.include_flagged:
+        return 0
+    qualifying = len(plan.train) + len(plan.holdout) + len(plan.excluded)
+    return len(splits.candidates_select(filters.model_copy(update={"include_flagged": True}))) - qualifying
 
 
 def release_preview(*, release: Release) -> splits.SplitPlan:

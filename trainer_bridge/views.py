@@ -72,6 +72,24 @@ class ReleaseForm(forms.Form):
         return {"slug": data["slug"], "name": data["name"], "seed": data["seed"], "filters": filters, "sizes": sizes}
 
 
+def release_initial(release: Release) -> dict[str, Any]:
+    """The form's fields of a saved draft (to edit it)."""
+    filters, sizes = release.filters or {}, release.sizes or {}
+    initial: dict[str, Any] = {"slug": release.slug, "name": release.name, "seed": release.seed}
+    initial.update({k: filters[k] for k in ("task_types", "difficulties") if filters.get(k)})
+    initial.update({k: filters[k] for k in ("pass_rate_min", "pass_rate_max", "min_reward_variance") if k in filters})
+    initial["include_flagged"] = bool(filters.get("include_flagged"))
+    initial.update({k: sizes.get(k) for k in ("train", "holdout")})
+    return initial
+
+
+def _form_errors(form: forms.Form, exc: ValidationError) -> None:
+    for field, errors in exc.message_dict.items():
+        target = field if field in form.fields else None
+        for error in errors:
+            form.add_error(target, error)
+
+
 @require_GET
 @admin_page
 def release_list_page(request: HttpRequest) -> HttpResponse:
@@ -88,13 +106,31 @@ def release_new(request: HttpRequest) -> HttpResponse:
         try:
             release = services.release_create(user=request.user, **form.release_fields())
         except ValidationError as exc:
-            for field, errors in exc.message_dict.items():
-                target = field if field in form.fields else None
-                for error in errors:
-                    form.add_error(target, error)
+            _form_errors(form, exc)
         else:
             return redirect("releases:detail", slug=release.slug)
     return render(request, "releases/new.html", {"form": form}, status=400 if form.errors else 200)
+
+
+@require_http_methods(["GET", "POST"])
+@admin_page
+def release_edit(request: HttpRequest, slug: str) -> HttpResponse:
+    """Change a draft (slug, name, seed, sizes, filters) until it is frozen; a frozen release says so."""
+    release = _release_or_404(slug)
+    if release.is_frozen:
+        messages.error(request, "A frozen release is never changed; make a new draft instead.")
+        return redirect("releases:detail", slug=release.slug)
+    form = ReleaseForm(request.POST or None, initial=release_initial(release))
+    if request.method == "POST" and form.is_valid():
+        try:
+            release = services.release_update_draft(release=release, user=request.user, **form.release_fields())
+        except ValidationError as exc:
+            _form_errors(form, exc)
+        else:
+            messages.success(request, f"Draft {release.slug} saved.")
+            return redirect("releases:detail", slug=release.slug)
+    context = {"form": form, "release": release}
+    return render(request, "releases/new.html", context, status=400 if form.errors else 200)
 
 
 def _release_or_404(slug: str) -> Release:
@@ -125,6 +161,7 @@ def release_detail(request: HttpRequest, slug: str) -> HttpResponse:
         else:
             context["plan"] = plan
             context["strata"] = plan.strata()
+            context["flagged_left_out"] = services.release_flagged_left_out(release=release, plan=plan)
     return render(request, "releases/detail.html", context)
 
 
@@ -146,10 +183,18 @@ def _exports_context(release: Release) -> dict[str, Any]:
     return {"exports": grid, "exports_running": running}
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 @admin_page
 def release_freeze(request: HttpRequest, slug: str) -> HttpResponse:
+    """GET: what freezing would do now (counts, snapshots, flagged tasks left out; it cannot be undone), with the
+    button that does it; POST: freeze."""
     release = _release_or_404(slug)
+    if release.is_frozen:
+        messages.info(request, f"Release {release.slug} is frozen already.")
+        return redirect("releases:detail", slug=release.slug)
+    if request.method == "GET":
+        outcome = services.release_freeze_outcome(release=release)
+        return render(request, "releases/confirm.html", {"release": release, "action": "freeze", "outcome": outcome})
     try:
         services.release_freeze(release=release, user=request.user)
     except ValidationError as exc:
@@ -161,10 +206,16 @@ def release_freeze(request: HttpRequest, slug: str) -> HttpResponse:
     return redirect("releases:detail", slug=release.slug)
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 @admin_page
 def release_delete(request: HttpRequest, slug: str) -> HttpResponse:
+    """GET: what deleting the draft does (it holds no rows; no task changes), with the button; POST: delete."""
     release = _release_or_404(slug)
+    if request.method == "GET":
+        if release.is_frozen:
+            messages.error(request, "A frozen release is never deleted.")
+            return redirect("releases:detail", slug=release.slug)
+        return render(request, "releases/confirm.html", {"release": release, "action": "delete"})
     try:
         services.release_delete_draft(release=release)
     except ValidationError as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.urls import reverse
 
 from tests.tasks_app.factories import author
@@ -108,3 +109,56 @@ def test_draft_can_be_deleted_but_not_a_frozen_release(admin_client, frozen_rele
     admin_client.post(reverse("releases:delete", args=["scratch"]))
     admin_client.post(reverse("releases:delete", args=["r1"]))
     assert list(Release.objects.values_list("slug", flat=True)) == ["r1"]
+
+
+def test_a_draft_is_edited_until_it_is_frozen(admin_client, make_approved, admin_user):
+    from trainer_bridge.services import release_create, release_update_draft
+
+    for _ in range(4):
+        make_approved(task_type="reasoning", difficulty="easy")
+    release_create(slug="wrong-size", seed=1, sizes={"train": 40, "holdout": 10}, user=admin_user)
+    form = admin_client.get(reverse("releases:edit", args=["wrong-size"])).content.decode()
+    assert 'value="wrong-size"' in form and 'value="40"' in form  # what was saved, to change
+    bad = admin_client.post(reverse("releases:edit", args=["wrong-size"]), {"slug": "wrong-size", "seed": "1",
+                            "train": "0.7", "holdout": "0.5"})  # fmt: skip
+    assert bad.status_code == 400 and "fractions" in bad.content.decode()
+    saved = admin_client.post(
+        reverse("releases:edit", args=["wrong-size"]),
+        {"slug": "right-size", "name": "Right", "seed": "2", "train": "3", "holdout": "1"},
+    )
+    assert saved.status_code == 302 and saved["Location"] == reverse("releases:detail", args=["right-size"])
+    release = Release.objects.get(slug="right-size")
+    assert (release.seed, release.sizes["train"], release.name) == (2, 3, "Right")
+    release_create(slug="taken", seed=1, sizes={"train": 1, "holdout": 1}, user=admin_user)
+    clash = admin_client.post(reverse("releases:edit", args=["right-size"]),
+                              {"slug": "taken", "seed": "2", "train": "3", "holdout": "1"})  # fmt: skip
+    assert clash.status_code == 400 and "exists" in clash.content.decode()
+    admin_client.post(reverse("releases:freeze", args=["right-size"]))
+    frozen = admin_client.get(reverse("releases:edit", args=["right-size"]))
+    assert frozen.status_code == 302  # back to its page: a frozen release is never changed
+    with pytest.raises(ValidationError):
+        release_update_draft(release=release, slug="right-size", seed=9, sizes={"train": 1, "holdout": 1},
+                             user=admin_user)  # fmt: skip
+    assert Release.objects.get(slug="right-size").seed == 2
+
+
+def test_freeze_and_delete_say_what_they_will_do_before_doing_it(admin_client, make_approved, admin_user):
+    from tasks_app.models import TaskCalibration
+    from trainer_bridge.services import release_create
+
+    tasks = [make_approved(task_type="reasoning", difficulty="easy") for _ in range(5)]
+    TaskCalibration.objects.create(version=tasks[0].current_version, flags=["gameable"])
+    release_create(slug="careful", seed=1, sizes={"train": 3, "holdout": 1}, user=admin_user)
+    detail = admin_client.get(reverse("releases:detail", args=["careful"])).content.decode()
+    assert "1 approved task the gate flags" in detail and reverse("releases:freeze", args=["careful"]) in detail
+    confirm = admin_client.get(reverse("releases:freeze", args=["careful"])).content.decode()
+    assert "3 train" in confirm and "1 holdout" in confirm and "cannot be undone" in confirm
+    assert "Leaves out <strong>1</strong> approved task" in confirm
+    assert Release.objects.get(slug="careful").status == ReleaseStatus.DRAFT  # asking changed nothing
+    gone = admin_client.get(reverse("releases:delete", args=["careful"])).content.decode()
+    assert "No task, review or calibration changes" in gone and "train 3, holdout 1" in gone
+    assert Release.objects.filter(slug="careful").exists()
+    admin_client.post(reverse("releases:freeze", args=["careful"]))
+    assert Release.objects.get(slug="careful").status == ReleaseStatus.FROZEN
+    assert admin_client.get(reverse("releases:freeze", args=["careful"])).status_code == 302
+    assert admin_client.get(reverse("releases:delete", args=["careful"])).status_code == 302
