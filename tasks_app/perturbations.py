@@ -27,6 +27,11 @@ per fault, deterministically (same solution in, same perturbations out, in the s
   left out, as if the agent read only the first page; ``i`` is the first such call. With ``results`` the entity
   ids that only the later pages returned are also taken out of the answer (the agent never saw them).
 
+A copy that ends where the reference ends is no fault: with ``world_diff`` (calls -> the diff they leave on the
+snapshot) every copy whose calls leave the same world and whose answer is the reference's is not made, whatever
+its kind (a flipped ``opened`` on a refund the fee rules ignore, a dropped write that changed nothing, a page the
+answer owes nothing to). Calibration and the library check pass it (``SnapshotReplay.diff``).
+
 Write tools are found through ``tool_lookup(name) -> Tool | None`` (default: the world's tool registry); a call
 to an unknown tool is never treated as a write, and its enums are unknown.
 """
@@ -90,13 +95,16 @@ def reference_perturbations(
     results: list | None = None,
     replay: Callable[[list[dict]], list] | None = None,
     instruction: str = "",
+    world_diff: Callable[[list[dict]], dict] | None = None,
 ) -> list[Perturbation]:
     """Every single-fault copy of ``solution`` ({"calls": [{"tool", "arguments"}], "final_answer"}), in the order
     drop_write, change_argument, drop_fact, first_page_only, each by call (or fact) position.
 
     ``results`` (the reference calls' results in order) and ``replay`` (calls -> their results on the snapshot)
     make the copies real faults (see the module's docstring); calibration and the library check both pass them
-    (``tasks_app.red_team.solution_context``). ``replay`` without ``results`` replays the reference first.
+    (``tasks_app.red_team.red_team_policies``). ``replay`` without ``results`` replays the reference first.
+    ``world_diff`` (calls -> the diff they leave on the snapshot) drops every copy whose calls leave the same
+    world as the reference's and whose answer is the reference's (``same_outcome``): such a copy is no fault.
     """
     lookup = tool_lookup or _default_lookup
     calls = [
@@ -111,7 +119,48 @@ def reference_perturbations(
     found += _changed_arguments(calls, answer, tools, results=results, replay=replay, instruction=instruction)
     found += _dropped_facts(calls, answer, results=results, instruction=instruction)
     found += _first_pages_only(calls, answer, results)
+    if world_diff is not None:
+        outcome = OutcomeCheck(calls, answer, tools=tools, lookup=lookup, world_diff=world_diff)
+        found = [p for p in found if not outcome.same(p.solution["calls"], p.solution["final_answer"])]
     return found
+
+
+class OutcomeCheck:
+    """Whether a trajectory (calls + answer) ends where the reference does: the same answer and the same world.
+
+    A must-fail copy of the reference that leaves the world as the reference leaves it and answers the same words
+    is not a fault (``opened: true -> false`` on a refund for a defective item charges no fee either way and
+    stores nothing else; a page never read whose rows the answer does not name): a rubric is right to pass it.
+    Call lists without any write leave the world untouched, so only those with a write are replayed
+    (``world_diff``), and the reference's diff once."""
+
+    def __init__(self, calls: list[dict], answer: str, *, tools: dict | None = None, lookup=None, world_diff):
+        self.calls = calls
+        self.answer = (answer or "").strip()
+        self.lookup = lookup or _default_lookup
+        self.tools = dict(tools or {})
+        self.world_diff = world_diff
+        self._reference: str | None = None
+
+    def _writes(self, calls: list[dict]) -> bool:
+        for call in calls:
+            if call["tool"] not in self.tools:
+                self.tools[call["tool"]] = self.lookup(call["tool"])
+            found = self.tools[call["tool"]]
+            if found is not None and found.group == "write":
+                return True
+        return False
+
+    def same(self, calls: list[dict], answer: str) -> bool:
+        if (answer or "").strip() != self.answer:
+            return False
+        if calls == self.calls:
+            return True
+        if not self._writes(calls) and not self._writes(self.calls):
+            return True  # neither changes the world
+        if self._reference is None:
+            self._reference = _canonical(self.world_diff(self.calls))
+        return _canonical(self.world_diff(calls)) == self._reference
 
 
 def _solution(calls: list[dict], answer: str) -> dict:
@@ -565,6 +614,14 @@ class SnapshotReplay:
         """The results of ``calls`` made in order on the snapshot (rolled back afterwards)."""
         return self._play(calls)[0]
 
+    def diff(self, calls: list[dict]) -> dict:
+        """The diff (``episode_diff``'s shape) that ``calls`` made in order leave on the snapshot (rolled back)."""
+        from world_app.episodes import episode_world_diff
+
+        found: list[dict] = []
+        self._play(calls, lambda results: found.append(episode_world_diff()))
+        return found[0]
+
     def judgements(
         self, rows: list, calls: list[dict], answers: list[str], *, instruction: str = ""
     ) -> tuple[list[Judgement], list, list[str]]:
@@ -677,20 +734,25 @@ def rubric_check(
     answer = solution.get("final_answer") or ""
     detected, undetected = [], []
     if replay is not None:
-        replayer = replay.results
+        replayer, differ = replay.results, replay.diff
     else:
 
         def replayer(some_calls: list[dict]) -> list:
             with SnapshotReplay(snapshot) as scratch:
                 return scratch.results(some_calls)
 
+        def differ(some_calls: list[dict]) -> dict:
+            with SnapshotReplay(snapshot) as scratch:
+                return scratch.diff(some_calls)
+
     def judge(perturbation: Perturbation, unmet: set[int], base: set[int]) -> None:
         (detected if unmet - base else undetected).append(perturbation.key)
 
     def ordered(results: list) -> tuple[list[Perturbation], list[Perturbation]]:
         found = reference_perturbations(
-            {"calls": calls, "final_answer": answer}, results=results, replay=replayer, instruction=instruction
-        )
+            {"calls": calls, "final_answer": answer}, results=results, replay=replayer, instruction=instruction,
+            world_diff=differ,
+        )  # fmt: skip
         # Answer-only faults first: they need no replay of the calls.
         found.sort(key=lambda p: p.kind != DROP_FACT)
         return [p for p in found if p.solution["calls"] == calls], [p for p in found if p.solution["calls"] != calls]

@@ -57,6 +57,7 @@ from tasks_app.perturbations import (
     DROP_WRITE,
     ENTITY_ID,
     FIRST_PAGE_ONLY,
+    OutcomeCheck,
     facts_of,
     reference_perturbations,
 )
@@ -131,12 +132,20 @@ def _ids(value: Any) -> list[str]:
 
 
 def red_team_policies(
-    *, instruction: str, solution: dict, replay: Replay, vocabulary: str = "", results: list | None = None
+    *,
+    instruction: str,
+    solution: dict,
+    replay: Replay,
+    vocabulary: str = "",
+    results: list | None = None,
+    world_diff: Callable[[list[dict]], dict] | None = None,
 ) -> list[RedTeamPolicy]:
     """Every red-team policy of a task, must-fail ones first, in ``POLICY_KINDS`` order.
 
     ``replay(calls)`` returns the results of ``calls`` made in order on the task's snapshot (nothing kept);
-    ``vocabulary`` is the no-call reply's text (``world_vocabulary``); ``results`` the reference's, if known.
+    ``vocabulary`` is the no-call reply's text (``world_vocabulary``); ``results`` the reference's, if known;
+    ``world_diff(calls)`` the diff ``calls`` leave on the snapshot: with it, no must-fail policy is made whose
+    calls leave the reference's world and whose answer is the reference's (``perturbations.OutcomeCheck``).
     """
     calls = _calls(solution)
     answer = str(solution.get("final_answer") or "")
@@ -162,12 +171,14 @@ def red_team_policies(
             add(SPRAY, "the reference answer plus every id and amount the results held", calls, f"{answer}\n\n{extra}")
     add(NO_CALL, "no tool call; a reply naming every policy, status and remedy word", [], vocabulary or _no_call())
     add(ECHO, "no tool call; the instruction as the answer", [], instruction)
-    for tool, arguments in _extra_writes(instruction, calls, results, replay):
+    outcome = OutcomeCheck(calls, answer, world_diff=world_diff) if world_diff is not None else None
+    for tool, arguments in _extra_writes(instruction, calls, results, replay, outcome):
         add(f"{OVER_ACT}[{tool}]", f"the reference plus an extra {tool}({arguments})", [*calls, {"tool": tool,
             "arguments": arguments}], answer)  # fmt: skip
     for p in reference_perturbations(
-        {"calls": calls, "final_answer": answer}, results=results, replay=replay, instruction=instruction
-    ):
+        {"calls": calls, "final_answer": answer}, results=results, replay=replay, instruction=instruction,
+        world_diff=world_diff,
+    ):  # fmt: skip
         add(p.key, p.description, p.solution["calls"], p.solution["final_answer"])
 
     reordered = _reordered_reads(instruction, calls, results)
@@ -299,9 +310,12 @@ _OVER_ACT_WRITES: tuple[tuple[str, str, Callable[[str], dict]], ...] = (
 )
 
 
-def _extra_writes(instruction: str, calls: list[dict], results: list, replay: Replay) -> list[tuple[str, dict]]:
+def _extra_writes(
+    instruction: str, calls: list[dict], results: list, replay: Replay, outcome: OutcomeCheck | None = None
+) -> list[tuple[str, dict]]:
     """Extra writes on entities the task touched (named by the instruction, the calls or their results, first
-    the ones named by the calls), each accepted by its tool after the reference's calls."""
+    the ones named by the calls), each accepted by its tool after the reference's calls and, with ``outcome``,
+    changing the world the reference leaves (a write that changes nothing is no over-acting)."""
     touched = _ids([c["arguments"] for c in calls]) + _ids(instruction) + _ids(results)
     out = []
     for tool, prefix, arguments_for in _OVER_ACT_WRITES:
@@ -309,8 +323,11 @@ def _extra_writes(instruction: str, calls: list[dict], results: list, replay: Re
             arguments = arguments_for(entity_id)
             if any(c["tool"] == tool and c["arguments"] == arguments for c in calls):
                 continue
-            result = replay([*calls, {"tool": tool, "arguments": arguments}])[-1]
-            if not (isinstance(result, dict) and "error" in result):
+            extended = [*calls, {"tool": tool, "arguments": arguments}]
+            result = replay(extended)[-1]
+            if isinstance(result, dict) and "error" in result:
+                continue
+            if outcome is None or not outcome.same(extended, outcome.answer):
                 out.append((tool, arguments))
                 break
     return out
@@ -626,6 +643,7 @@ def red_team_check(*, criteria: list, instruction: str, solution: dict, replay) 
         replay=replay.results,
         vocabulary=replay_vocabulary(replay),
         results=results,
+        world_diff=replay.diff,
     )
     outcomes = []
     by_calls: dict[str, list[RedTeamPolicy]] = {}
@@ -711,6 +729,7 @@ def version_red_team(version) -> list[RedTeamPolicy]:
             solution=solution,
             replay=replay.results,
             vocabulary=replay_vocabulary(replay),
+            world_diff=replay.diff,
         )
 
     shared = shared_replay_for(version.snapshot_id)

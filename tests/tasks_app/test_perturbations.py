@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 
 from tasks_app.perturbations import Perturbation, is_fact, neighbour_id, perturbation_keys, reference_perturbations
 
@@ -181,3 +182,39 @@ def test_with_results_first_page_only_also_forgets_what_only_later_pages_showed(
     aware = {p.key: p for p in reference_perturbations(solution, results=results)}["first_page_only[1]"]
     assert aware.solution["final_answer"] == "Their ids: ord-250101-001. Customer cus-00001 bought two."
     assert "2 id(s)" in aware.description
+
+
+def test_a_copy_that_leaves_the_reference_world_and_answer_is_no_fault():
+    """With world_diff, a copy whose calls leave the world the reference leaves and whose answer is the reference's
+    is not made, of any kind: the flag the fee rules ignore, a write that changed nothing."""
+    solution = {
+        "calls": [
+            {"tool": "create_refund", "arguments": {"order_id": "ord-230215-001", "reason": "defective",
+                                                    "lines": [{"line_item_id": "li-230215-001-1", "quantity": 1}],
+                                                    "opened": True}},
+            {"tool": "update_ticket_status", "arguments": {"ticket_id": "tkt-00001", "status": "resolved"}},
+        ],
+        "final_answer": "Refunded $129.99 for ord-230215-001.",
+    }  # fmt: skip
+    asked: list[str] = []
+
+    def world_diff(calls):
+        """A world where ``opened`` is not stored and no status update changes tkt-00001 (it is archived)."""
+        asked.append(json.dumps(calls, sort_keys=True))
+        rows, updated = [], []
+        for call in calls:
+            if call["tool"] == "create_refund":
+                arguments = {k: v for k, v in call["arguments"].items() if k != "opened"}
+                rows.append({"model": "refund", "row": arguments})
+            elif call["arguments"]["ticket_id"] != "tkt-00001":
+                updated.append({"model": "supportticket", "pk": call["arguments"]["ticket_id"]})
+        return {"created": rows, "updated": updated, "deleted": []}
+
+    plain = {p.key for p in reference_perturbations(solution)}
+    real = {p.key for p in reference_perturbations(solution, world_diff=world_diff)}
+    assert {"change_argument[0].opened", "drop_write[1]", "change_argument[1].status"} <= plain
+    assert plain - real == {"change_argument[0].opened", "drop_write[1]", "change_argument[1].status"}
+    assert "change_argument[1].ticket_id" in real  # another ticket resolved: a real fault
+    assert {"drop_write[0]", "change_argument[0].reason", "change_argument[0].order_id"} <= real
+    # The copies that change the answer need no replay of the world; the reference's diff is computed once.
+    assert asked.count(json.dumps(solution["calls"], sort_keys=True)) == 1

@@ -195,3 +195,40 @@ def test_red_team_check_in_the_scratch_world_flags_a_number_anywhere_and_a_regex
     # Rewording moves "No money was taken" before the payment: the order-bound regex punishes it.
     assert "reword" in [c["policy"] for c in report.over_specified]
     assert not report.gate_passes
+
+
+def test_no_must_fail_policy_ends_where_the_reference_ends():
+    """A must-fail policy whose calls leave the reference's world and whose answer is the reference's is not made
+    (the shared ``OutcomeCheck``): over-acting with a write that changes nothing is no over-acting."""
+
+    def world_diff(calls):  # only a refund changes this world
+        return {"created": [c for c in calls if c["tool"] == "create_refund"], "updated": [], "deleted": []}
+
+    found = red_team_policies(
+        instruction=INSTRUCTION, solution=SOLUTION, replay=fake_replay, vocabulary="", world_diff=world_diff
+    )
+    keys = {p.key for p in found}
+    assert "over_act[create_refund]" in keys
+    assert not [k for k in keys if k.startswith("over_act[") and k != "over_act[create_refund]"]
+    plain = set(policies())
+    assert "over_act[update_order_status]" in plain
+
+
+@pytest.mark.django_db(databases=["default", "episode"])
+def test_flipping_a_flag_the_refund_rules_ignore_is_no_perturbation(seeded_world):
+    """Cables pay no restocking fee and ``opened`` is not stored: flipping it on the refund is no fault (the library
+    check and calibration share this), while changing the reason is one."""
+    from tasks_app.services.task_library import starter_tasks_read
+
+    snapshot = snapshot_publish(note="red team: same outcome")
+    (task,), _ = starter_tasks_read(
+        __import__("pathlib").Path("tasks_app/fixtures/starter_tasks/multi_step_workflow/return-three-gpu-cables.yaml")
+    )
+    solution = task.fields["reference_solution"]
+    with SnapshotReplay(snapshot) as replay:
+        found = red_team_policies(instruction=task.fields["instruction"], solution=solution, replay=replay.results,
+                                  vocabulary="", world_diff=replay.diff)  # fmt: skip
+        keys = {p.key for p in found}
+        assert replay.diff(solution["calls"])["created"]  # the reference makes a refund
+    assert "change_argument[2].opened" not in keys
+    assert "change_argument[2].reason" in keys and "drop_write[2]" in keys
