@@ -10,7 +10,9 @@ Our state lives in a Corecraft episode on the server instead: ``CorecraftAgentLo
 registered as ``corecraft_agent`` through ``configs/verl_agent_loop.yaml``, which verl reads from
 ``actor_rollout_ref.rollout.agent.agent_loop_config_path``) opens one episode per rollout from the row's
 ``extra_info`` (``release``, ``row_id``, as the verl-parquet export writes them), runs every tool call of every turn
-in it, finishes it with the final assistant message and returns ``reward_score``. ``compute_score`` scores a
+in it, finishes it with the final assistant message and returns ``reward_score``. The tools go into the prompt in
+the rendering the verl config names (``corecraft.tool_format``: ``compact``, the contract's compact rendering,
+as ``configs/verl_grpo.yaml`` sets it so prompts fit; ``full`` without it). ``compute_score`` scores a
 rollout for verl's reward manager (and reads back the loop's reward when the loop already finished the episode).
 
 The logic that does not need verl (``EpisodeDriver``, ``final_answer_from_text``, ``parse_tool_calls``,
@@ -28,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainer_bridge.client import CorecraftClient, EpisodeOpened, Reward
+from world_app.contract import compact_tools
 
 __all__ = [
     "AGENT_NAME",
@@ -35,8 +38,30 @@ __all__ = [
     "compute_score",
     "final_answer_from_text",
     "parse_tool_calls",
+    "prompt_tools",
     "token_ids",
 ]
+TOOL_FORMATS = ("full", "compact")
+
+
+def prompt_tools(tools: list[dict], config: Any = None) -> list[dict]:
+    """The tools as the prompt renders them: the verl config's ``corecraft.tool_format`` (``compact``: the agent
+    contract's compact rendering, same tools and meaning in fewer tokens; ``full`` or absent: as the release froze
+    them). Tool calls and rewards are the same either way."""
+    section = _config_get(config, "corecraft")
+    wanted = str(_config_get(section, "tool_format") or "full")
+    if wanted not in TOOL_FORMATS:
+        raise ValueError(f"corecraft.tool_format must be one of {TOOL_FORMATS}, not {wanted!r}")
+    return compact_tools(tools) if wanted == "compact" else list(tools)
+
+
+def _config_get(node: Any, key: str) -> Any:
+    if node is None:
+        return None
+    if isinstance(node, Mapping):
+        return node.get(key)
+    return getattr(node, key, None)
+
 
 logger = logging.getLogger(__name__)
 
@@ -239,7 +264,8 @@ def _build_agent_loop() -> type:
             opened = await self.loop.run_in_executor(None, driver.open)
             max_turns = max_turns or opened.max_turns or 30
             messages = list(kwargs.get("raw_prompt") or [{"role": "user", "content": opened.instruction}])
-            prompt_ids = await self._template(messages, tools=opened.tools, add_generation_prompt=True)
+            tools = prompt_tools(opened.tools, self.config)
+            prompt_ids = await self._template(messages, tools=tools, add_generation_prompt=True)
             prompt_length = int(getattr(rollout, "prompt_length", 0) or 0)
             if prompt_length and len(prompt_ids) > prompt_length:
                 # verl pads every prompt to prompt_length and concatenates the batch: a longer one would crash the

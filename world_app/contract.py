@@ -5,10 +5,19 @@ schemas) and the limits (turns, tokens, wall time). Calibration rollouts, the tr
 HF/TRL export rows and the MCP server all render it from here, so a pass rate measured in calibration is measured
 under the contract a trainer trains with. ``version`` is a hash of all three: change any and it changes; it is
 recorded on every rollout and frozen into every release.
+
+The compact rendering (``tool_list("compact")``, ``compact_tools``) is the same tools for a model with a short
+context: same names, parameters, types, enums, bounds and required lists, the tool descriptions in full (their
+rules are the contract), shorter parameter descriptions (paging and dates said once the same way) and none of the
+keywords the tools enforce anyway (lengths, bounds, ``format``, ``additionalProperties: false``: a value out of
+them is an error result the model reads). Its rules are
+versioned (``COMPACT_RENDERING``) inside the contract's version.
 """
 
 from __future__ import annotations
 
+import copy
+import re
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -34,6 +43,23 @@ Corecraft policies you must apply (the tools enforce some of them, you are respo
 - Ground shipping is free over ${FREE_GROUND_SHIPPING_OVER}.
 """
 
+
+# The compact rendering's rules: bump when ``compact_tools`` changes what it writes (it is part of the version).
+COMPACT_RENDERING = 1
+# Keywords the compact rendering leaves out: the tools enforce them and answer a bad value with an error result.
+COMPACT_DROPPED_KEYWORDS = frozenset(
+    {"maxLength", "minLength", "format", "title", "examples", "maxItems", "minItems", "maximum", "minimum"}
+)
+# Parameter descriptions said the same short way in every tool (the system prompt explains paging).
+COMPACT_PARAMETER_TEXT = {
+    "offset": "Results to skip (paging: next page at offset + limit while has_more).",
+    "limit": "Page size",
+}
+# A filter's description that only restates its name ("Only tickets in this status.", "Only this carrier."): the
+# compact rendering drops it (dates, amounts and anything longer keep theirs).
+_RESTATED_FILTER = re.compile(r"^Only (this [\w ]+'s \w+|this [\w ]+|\w+ (in|of) this \w+)\.$")
+_DATE_EXAMPLE = re.compile(r"\s*\(ISO 8601, e\.g\. [^)]*\)")
+_SPACES = re.compile(r"\s+")
 
 # Keys of an endpoint's ``sampling`` that set the limits instead of being sent to the model.
 LIMIT_KEYS = ("max_turns", "max_total_tokens", "max_wall_s")
@@ -63,9 +89,12 @@ class AgentContract:
         return [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": instruction}]
 
     def tool_list(self, format: str = "openai") -> list[dict]:
-        """The contract's tools as ``format`` renders them (``openai``, ``mcp``, ...: the registry's renderings)."""
+        """The contract's tools as ``format`` renders them (``openai``, ``compact``, ``mcp``, ...: the registry's
+        renderings; ``compact`` is this module's)."""
         if format == "openai":
             return [dict(schema) for schema in self.tools]
+        if format == "compact":
+            return compact_tools(self.tools)  # of the contract's own tools, not the registry's of the moment
         from world_app.tools.registry import tool_schemas
 
         return tool_schemas(format)
@@ -88,8 +117,70 @@ def system_prompt_render() -> str:
 
 
 def contract_version(*, system_prompt: str, tools: list[dict] | tuple[dict, ...], limits: ContractLimits) -> str:
-    """The content version: the first 16 hex digits of the sha256 of the prompt, the tool schemas and the limits."""
-    return canonical_sha256({"system_prompt": system_prompt, "tools": list(tools), "limits": limits.as_dict()})[:16]
+    """The content version: the first 16 hex digits of the sha256 of the prompt, the tool schemas, the limits and
+    the version of the compact rendering's rules."""
+    content = {
+        "system_prompt": system_prompt,
+        "tools": list(tools),
+        "limits": limits.as_dict(),
+        "renderings": {"compact": COMPACT_RENDERING},
+    }
+    return canonical_sha256(content)[:16]
+
+
+def compact_tools(tools: list[dict] | tuple[dict, ...]) -> list[dict]:
+    """OpenAI-format tools (the contract's, or a release's frozen ones) in the compact rendering: same tools and
+    meaning, fewer tokens. Pure: the same tools always render the same."""
+    return [_compact_tool(schema) for schema in tools]
+
+
+def _compact_tool(schema: dict) -> dict:
+    function = schema["function"]
+    parameters = _compact_schema(copy.deepcopy(function.get("parameters") or {"type": "object", "properties": {}}))
+    return {
+        "type": "function",
+        "function": {
+            "name": function["name"],
+            "description": _SPACES.sub(" ", function.get("description", "")).strip(),
+            "parameters": parameters,
+        },
+    }
+
+
+def _compact_schema(node: Any, name: str | None = None) -> Any:
+    if isinstance(node, list):
+        return [_compact_schema(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in COMPACT_DROPPED_KEYWORDS or (key == "additionalProperties" and value is False):
+            continue
+        if key == "properties" and isinstance(value, dict):
+            out[key] = {prop: _compact_schema(sub, prop) for prop, sub in value.items()}
+        elif key == "description" and isinstance(value, str):
+            out[key] = _compact_description(value, name, node)
+        else:
+            out[key] = _compact_schema(value)
+    if "default" in out and (name in COMPACT_PARAMETER_TEXT or "default" in str(out.get("description", ""))):
+        out.pop("default")  # said in the text
+    enum = out.get("enum")
+    if out.get("type") == "string" and isinstance(enum, list) and all(isinstance(v, str) for v in enum):
+        out.pop("type")  # an enum of strings says it
+    if isinstance(out.get("description"), str) and _RESTATED_FILTER.match(out["description"]):
+        out.pop("description")
+    return out
+
+
+def _compact_description(text: str, name: str | None, node: dict) -> str:
+    if name in COMPACT_PARAMETER_TEXT:
+        text = COMPACT_PARAMETER_TEXT[name]
+        if name == "limit" and "minimum" in node and "maximum" in node:
+            text += f" {node['minimum']}-{node['maximum']}, default {node.get('default')}."
+        return text
+    if node.get("format") == "date-time":
+        text = _DATE_EXAMPLE.sub(" (ISO 8601 date-time)", text)
+    return _SPACES.sub(" ", text).strip()
 
 
 @cache

@@ -50,7 +50,7 @@ CHAT_TEMPLATE = (
     "{%- else %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endif %}{%- endfor %}"
     "{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
-PROMPT_LENGTH = 16384
+PROMPT_LENGTH = 12288  # verl_grpo.yaml's, which fits the compact rendering of the tools
 RESPONSE_LENGTH = 4096
 
 

@@ -16,8 +16,9 @@ from tests.tasks_app.rollout_helpers import backorder_task, world_make
 from tests.trainer_bridge.trainer_fixtures import trainer_world_make
 from trainer_bridge.exports import export_write
 from world_app import policies
-from world_app.contract import ContractLimits, agent_contract, contract_version, mcp_instructions
+from world_app.contract import ContractLimits, agent_contract, compact_tools, contract_version, mcp_instructions
 from world_app.mcp.server import _mcp_tools, mcp_server_build
+from world_app.tools import tool_schemas
 
 pytestmark = [pytest.mark.django_db(databases=["default", "episode"]), pytest.mark.usefixtures("fresh_episode_state")]
 
@@ -97,3 +98,61 @@ def test_every_consumer_gets_the_same_contract():
     assert [t.name for t in _mcp_tools()] == tools
     mcp_schemas = {t.name: t.input_schema for t in _mcp_tools()}
     assert all(mcp_schemas[s["function"]["name"]] == s["function"]["parameters"] for s in contract.tools)
+
+
+def _shape(schema):
+    """What a schema means to a caller: property names, required lists, enums and types (an enum of strings is a
+    string), recursively; descriptions and enforced bounds left out."""
+    if isinstance(schema, list):
+        return [_shape(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    kind = schema.get("type") or ("string" if "enum" in schema else None)
+    shape = {"type": kind, "enum": schema.get("enum"), "required": schema.get("required")}
+    for key in ("properties",):
+        if key in schema:
+            shape[key] = {name: _shape(sub) for name, sub in schema[key].items()}
+    for key in ("items", "anyOf"):
+        if key in schema:
+            shape[key] = _shape(schema[key])
+    if isinstance(schema.get("additionalProperties"), dict):
+        shape["additionalProperties"] = _shape(schema["additionalProperties"])
+    return shape
+
+
+def test_the_compact_rendering_is_the_same_tools_in_fewer_characters():
+    contract = agent_contract()
+    full, compact = contract.tool_list("openai"), contract.tool_list("compact")
+    assert [t["function"]["name"] for t in compact] == [t["function"]["name"] for t in full]
+    for long, short in zip(full, compact, strict=True):
+        assert " ".join(long["function"]["description"].split()) == short["function"]["description"]
+        assert _shape(short["function"]["parameters"]) == _shape(long["function"]["parameters"])
+    text = json.dumps(compact)
+    assert len(text) < 0.9 * len(json.dumps(full))
+    assert "maxLength" not in text and '"additionalProperties": false' not in text
+    assert tool_schemas("compact") == compact  # the registry renders the same
+    search = next(t for t in compact if t["function"]["name"] == "search_orders")["function"]["parameters"]
+    assert search["properties"]["limit"]["description"] == "Page size 1-50, default 10."
+    assert "ISO 8601" in search["properties"]["created_after"]["description"]
+
+
+def test_the_compact_rendering_is_versioned_with_the_contract(monkeypatch):
+    from world_app import contract as module
+
+    before = agent_contract().version
+    monkeypatch.setattr(module, "COMPACT_RENDERING", module.COMPACT_RENDERING + 1)
+    after = contract_version(
+        system_prompt=agent_contract().system_prompt, tools=agent_contract().tools, limits=agent_contract().limits
+    )
+    assert after != before
+
+
+def test_verl_renders_the_tools_the_config_names():
+    from trainer_bridge.verl_agent import prompt_tools
+
+    tools = agent_contract().tool_list("openai")
+    assert prompt_tools(tools, {"corecraft": {"tool_format": "compact"}}) == compact_tools(tools)
+    assert prompt_tools(tools, {"corecraft": {"tool_format": "full"}}) == tools
+    assert prompt_tools(tools, {}) == tools and prompt_tools(tools, None) == tools
+    with pytest.raises(ValueError, match="tool_format"):
+        prompt_tools(tools, {"corecraft": {"tool_format": "tiny"}})

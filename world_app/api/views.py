@@ -316,7 +316,8 @@ class ToolListApi(APIView):
             choices=SCHEMA_FORMATS,
             default="openai",
             help_text="openai: `tools` entries of the OpenAI API; openai-strict: the same for `strict: true` "
-            "function calling (every argument required, optionals nullable, maps as {name, value} lists); mcp: MCP "
+            "function calling (every argument required, optionals nullable, maps as {name, value} lists); compact: "
+            "the same tools in fewer tokens (shorter parameter texts, no keywords the tools enforce); mcp: MCP "
             "`tools/list` entries; registry: name, group, description, input_schema.",
         )
 

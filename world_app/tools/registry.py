@@ -41,8 +41,8 @@ logger = logging.getLogger(__name__)
 
 GROUPS = ("search", "read", "compute", "write")
 ToolGroup = Literal["search", "read", "compute", "write"]
-SchemaFormat = Literal["registry", "openai", "openai-strict", "mcp"]
-SCHEMA_FORMATS = ("registry", "openai", "openai-strict", "mcp")
+SchemaFormat = Literal["registry", "openai", "openai-strict", "compact", "mcp"]
+SCHEMA_FORMATS = ("registry", "openai", "openai-strict", "compact", "mcp")
 # Importing a family module registers its tools; the order here is the order of the list.
 FAMILY_MODULES = (
     "world_app.tools.search",
@@ -151,6 +151,10 @@ def tool_schemas(format: SchemaFormat = "openai") -> list[dict]:
         return [t.openai_schema() for t in all_tools()]
     if format == "openai-strict":
         return [t.openai_strict_schema() for t in all_tools()]
+    if format == "compact":
+        from world_app.contract import compact_tools
+
+        return compact_tools([t.openai_schema() for t in all_tools()])
     if format == "mcp":
         return [t.mcp_schema() for t in all_tools()]
     raise ValueError(f"unknown schema format {format!r} ({', '.join(SCHEMA_FORMATS)})")

@@ -17,7 +17,8 @@ class Command(BaseCommand):
             default="registry",
             dest="schema_format",
             help="With --json: registry entries (name, group, description, input_schema), OpenAI tools, OpenAI "
-            "strict tools (all arguments required, optionals nullable) or MCP tools. --format alone implies --json.",
+            "strict tools (all arguments required, optionals nullable), the compact rendering (same tools, fewer "
+            "tokens: world_app.contract) or MCP tools. --format alone implies --json.",
         )
 
     def handle(self, *args, as_json: bool, schema_format: str, **options):
