@@ -137,6 +137,11 @@ EPISODE_LOG_ASYNC_COMMIT = env_bool("EPISODE_LOG_ASYNC_COMMIT", True)
 # --host/--port it listens on, allowed only on a loopback address. Extra Host values (a proxy's) may be added.
 MCP_PUBLIC_URL = env_str("MCP_PUBLIC_URL", "")
 MCP_ALLOWED_HOSTS = env_list("MCP_ALLOWED_HOSTS", [])
+# API tokens are kept this long in each process after a look-up (a revocation elsewhere takes effect within it;
+# at most 5 s). Token uses are written in batches this often by a background thread (0: on the request path);
+# a process killed outright loses the uses of its last interval (trainer_bridge/usage.py).
+API_TOKEN_CACHE_MS = env_int("API_TOKEN_CACHE_MS", 5000, minimum=0, maximum=5000)
+API_USAGE_FLUSH_MS = env_int("API_USAGE_FLUSH_MS", 1000, minimum=0, maximum=60_000)
 # Who checks an MCP bearer token (the API tokens of the trainer bridge): a callable secret -> Credential | None.
 MCP_CREDENTIAL_VERIFIER = "trainer_bridge.authentication.episode_credential_for_secret"
 # MCP task mode (world_app.mcp.tasks): episodes opened for a frozen release row, judged by its rubric. None: off.

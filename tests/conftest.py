@@ -28,8 +28,11 @@ def pytest_collection_modifyitems(items):
 @pytest.fixture(autouse=True)
 def _world_clock(settings):
     """Every test sees the port's fixed world clock, whatever the environment says; and counts its failed logins
-    on its own (the counts live in Redis, which outlives a test run)."""
+    on its own (the counts live in Redis, which outlives a test run); and writes token uses on the request path
+    (a test's transaction is invisible to the background flusher's connection; tests/trainer_bridge/
+    test_token_cache.py runs the batches)."""
     settings.WORLD_NOW = TEST_WORLD_NOW
+    settings.API_USAGE_FLUSH_MS = 0
     settings.LOGIN_THROTTLE_KEY_PREFIX = f"test-login-failures-{uuid.uuid4().hex}"
 
 

@@ -18,7 +18,7 @@ from pydantic import ValidationError as PydanticValidationError
 from corecraft_site.canonical import canonical_json, canonical_sha256
 from tasks_app.models import Task, TaskVersion
 from trainer_bridge import splits
-from trainer_bridge.auth import secret_digest
+from trainer_bridge.authentication import secret_digest, token_cache_forget
 from trainer_bridge.models import (
     ApiToken,
     ExportFormat,
@@ -75,6 +75,8 @@ def api_token_revoke(*, token: ApiToken) -> ApiToken:
     """Revoke (idempotent: a revoked token keeps its first revocation time)."""
     ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
     token.refresh_from_db(fields=["revoked_at"])
+    # This process refuses it at once; every other one within API_TOKEN_CACHE_MS (its token cache).
+    token_cache_forget(token)
     return token
 
 

@@ -9,12 +9,14 @@ over the judged criteria) and the answer says so.
 from __future__ import annotations
 
 import logging
+import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from rubrics_app.judgement import (
@@ -31,7 +33,7 @@ from trainer_bridge.selectors import release_row_criteria, release_row_get, rele
 from trainer_bridge.trainer_models import TrainerEpisode, TrainerEpisodeStatus
 from world_app.contract import agent_contract
 from world_app.credentials import Credential
-from world_app.episodes import episode_close, episode_create
+from world_app.episodes import EpisodeClosed, EpisodeNotFound, episode_close, episode_create
 from world_app.episodes.owners import episodes_reachable
 from world_app.models import EpisodeStep, WorldSnapshot
 from world_app.tools.registry import call_tool_step
@@ -58,6 +60,43 @@ class RowSnapshotMissing(TrainerEpisodeError):
 # --- selectors ------------------------------------------------------------------------------------------------
 
 
+class _Held:
+    """A small per-process LRU (thread-safe): the open trainer episodes of this process."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._lock = threading.Lock()
+        self._items: OrderedDict = OrderedDict()
+
+    def get(self, key):
+        with self._lock:
+            found = self._items.get(key)
+            if found is not None:
+                self._items.move_to_end(key)
+            return found
+
+    def put(self, key, value) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+    def drop(self, key) -> None:
+        with self._lock:
+            self._items.pop(key, None)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+
+# The trainer episodes open in this process, with their release, row (and so rubric) and owner: a tool call reads
+# none of them again. Only ``status`` can go stale (finished by another process), and the engine refuses a step on
+# the closed world episode, which ``trainer_episode_tool_call`` then reports as finished.
+_open_episodes = _Held(4096)
+
+
 def release_row_for_scopes(*, release: str, row_id: int | str, scopes: Iterable[str]) -> ReleaseRow | None:
     """The row of a frozen release, or None when it does not exist or the scopes may not see its split.
 
@@ -78,12 +117,42 @@ def trainer_episodes_visible(*, credential: Credential, scopes: Iterable[str]) -
     return episodes.filter(episode__in=episodes_reachable(credential))
 
 
-def trainer_episode_get(*, episode_id: Any, credential: Credential, scopes: Iterable[str]) -> TrainerEpisode | None:
+def _visible(trainer_episode: TrainerEpisode, *, credential: Credential, scopes: Iterable[str]) -> bool:
+    """``trainer_episodes_visible``'s rule on one loaded episode (``owner_id``: its world episode's owner)."""
+    if trainer_episode.split not in visible_splits(set(scopes)):
+        return False
+    if credential.any_episode:
+        return True
+    return credential.user_id is not None and trainer_episode.owner_id == credential.user_id
+
+
+def trainer_episode_get(
+    *, episode_id: Any, credential: Credential, scopes: Iterable[str], held: bool = False
+) -> TrainerEpisode | None:
+    """The trainer episode if the requester may drive it, else None.
+
+    ``held``: an open episode may come from this process's memory (its ``status`` possibly stale: only for tool
+    calls, which the closed world episode refuses anyway); otherwise it is read from the database.
+    """
     try:
         found = uuid.UUID(str(episode_id))
     except (TypeError, ValueError, AttributeError):
         return None
-    return trainer_episodes_visible(credential=credential, scopes=scopes).filter(pk=found).first()
+    trainer_episode = _open_episodes.get(found) if held else None
+    if trainer_episode is None:
+        trainer_episode = (
+            TrainerEpisode.objects.select_related("release", "row")
+            .annotate(owner_id=F("episode__owner_id"))
+            .filter(pk=found)
+            .first()
+        )
+        if trainer_episode is None:
+            return None
+        if trainer_episode.status == TrainerEpisodeStatus.OPEN:
+            _open_episodes.put(found, trainer_episode)
+        else:
+            _open_episodes.drop(found)
+    return trainer_episode if _visible(trainer_episode, credential=credential, scopes=scopes) else None
 
 
 def row_tools(row: ReleaseRow) -> list[dict]:
@@ -136,14 +205,25 @@ def trainer_episode_open(*, row: ReleaseRow, token: ApiToken | None, credential:
         owner_id=credential.user_id,
         credential=credential.key,
     )
-    return TrainerEpisode.objects.create(episode=episode, release=row.release, row=row, split=row.split, token=token)
+    opened = TrainerEpisode.objects.create(episode=episode, release=row.release, row=row, split=row.split, token=token)
+    opened.owner_id = credential.user_id
+    # Held once committed: its tool calls then read nothing but the step they append.
+    transaction.on_commit(lambda: _open_episodes.put(opened.pk, opened))
+    return opened
 
 
 def trainer_episode_tool_call(*, trainer_episode: TrainerEpisode, name: str, arguments: Any) -> EpisodeStep:
     """Run a tool in the episode and log the step; a refusal or unknown tool is the tool's result, not an error."""
     if trainer_episode.status == TrainerEpisodeStatus.FINISHED:
         raise EpisodeFinished("the episode is finished: it takes no more tool calls")
-    return call_tool_step(trainer_episode.episode_id, name, arguments)
+    try:
+        return call_tool_step(trainer_episode.episode_id, name, arguments)
+    except (EpisodeClosed, EpisodeNotFound):
+        _open_episodes.drop(trainer_episode.pk)
+        status = TrainerEpisode.objects.filter(pk=trainer_episode.pk).values_list("status", flat=True).first()
+        if status == TrainerEpisodeStatus.FINISHED:  # finished meanwhile, maybe by another process
+            raise EpisodeFinished("the episode is finished: it takes no more tool calls") from None
+        raise
 
 
 def judge_config_for_trainer() -> JudgeConfig | None:
@@ -223,6 +303,7 @@ def trainer_episode_finish(
     """
     if trainer_episode.status == TrainerEpisodeStatus.FINISHED:
         return _already_finished(trainer_episode, final_answer)
+    _open_episodes.drop(trainer_episode.pk)
     episode_close(trainer_episode.episode_id)
     judgement = trainer_episode_judge(
         trainer_episode=trainer_episode, final_answer=final_answer, client=client, options=options

@@ -105,6 +105,34 @@ def test_a_lazy_agent_earns_nothing_and_fails_the_required_criterion(tw):
     assert [v["status"] for v in judged["verdicts"]] == ["not_met", "not_met", "not_met"]
 
 
+def test_a_tool_call_reads_nothing_but_appends_its_step_and_a_stale_held_episode_is_refused(
+    tw, settings, monkeypatch, django_capture_on_commit_callbacks
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from trainer_bridge import trainer_services, usage
+
+    settings.API_USAGE_FLUSH_MS = 60_000  # uses buffered, as in a server
+    monkeypatch.setattr(usage, "recorder", usage.UsageRecorder(background=False))
+    client = client_for(tw.token(*TRAINER))
+    with django_capture_on_commit_callbacks(execute=True):  # the open's commit: the episode is held from then on
+        episode_id = open_episode(client, tw, tw.rows("train", llm=False)[0])
+    with CaptureQueriesContext(connection) as calls:
+        status, data = tool(client, episode_id, "get_order_details", {"order_id": tw.order_id})
+        assert status == 200 and data["is_error"] is False
+        assert tool(client, episode_id, "no_such_tool", {})[1]["is_error"] is True
+    # The step appends alone (the test's transaction wraps each in a savepoint; a server runs it in autocommit).
+    sent = [q["sql"] for q in calls.captured_queries if not q["sql"].startswith(("SAVEPOINT", "RELEASE SAVEPOINT"))]
+    assert len(sent) == 2 and all(sql.lstrip().startswith("WITH") for sql in sent), sent
+
+    stale = trainer_services._open_episodes.get(uuid.UUID(episode_id))
+    assert finish(client, episode_id, "Done.")[0] == 200
+    trainer_services._open_episodes.put(stale.pk, stale)  # as another process that served its calls still holds it
+    status, data = tool(client, episode_id, "get_order_details", {"order_id": tw.order_id})
+    assert status == 409 and data["error"]["code"] == "episode_finished"
+
+
 def test_each_episode_is_private(tw):
     client = client_for(tw.token(*TRAINER))
     row = tw.rows("train", llm=False)[0]

@@ -48,7 +48,7 @@ from world_app.api.exceptions import Conflict, _flatten, error_body
 from world_app.api.parsers import StrictJSONParser
 from world_app.api.views import ApiErrorSerializer
 from world_app.credentials import Credential
-from world_app.episodes import EpisodeClosed, EpisodeError
+from world_app.episodes import EpisodeClosed, EpisodeError, EpisodeNotFound
 from world_app.episodes.owners import credential_of
 
 logger = logging.getLogger(__name__)
@@ -82,10 +82,16 @@ def _credential(request: Request) -> Credential:
     return credential
 
 
-def _episode_or_404(request: Request, episode_id: Any) -> TrainerEpisode:
-    found = trainer_episode_get(episode_id=episode_id, credential=_credential(request), scopes=token_scopes(request))
+def _not_found(episode_id: Any) -> exceptions.NotFound:
+    return exceptions.NotFound(f"no episode {str(episode_id)[:60]!r} for this token", code="episode_not_found")
+
+
+def _episode_or_404(request: Request, episode_id: Any, *, held: bool = False) -> TrainerEpisode:
+    found = trainer_episode_get(
+        episode_id=episode_id, credential=_credential(request), scopes=token_scopes(request), held=held
+    )
     if found is None:
-        raise exceptions.NotFound(f"no episode {str(episode_id)[:60]!r} for this token", code="episode_not_found")
+        raise _not_found(episode_id)
     return found
 
 
@@ -184,7 +190,7 @@ class TrainerToolCallApi(TokenApiView):
         tags=TAGS,
     )
     def post(self, request: Request, episode_id: str, name: str) -> Response:
-        found = _episode_or_404(request, episode_id)
+        found = _episode_or_404(request, episode_id, held=True)  # this process's copy: no read per call
         if not isinstance(request.data, dict):
             raise serializers.ValidationError({"body": ['the body must be a JSON object: {"arguments": {...}}']})
         data = ToolCallInputSerializer(data=request.data)
@@ -193,6 +199,8 @@ class TrainerToolCallApi(TokenApiView):
             step = trainer_episode_tool_call(
                 trainer_episode=found, name=name, arguments=data.validated_data.get("arguments")
             )
+        except EpisodeNotFound:  # purged since this process held it
+            raise _not_found(episode_id) from None
         except (TrainerEpisodeError, EpisodeError) as exc:
             raise _conflict(exc) from None
         body = {
