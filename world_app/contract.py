@@ -63,6 +63,10 @@ _SPACES = re.compile(r"\s+")
 
 # Keys of an endpoint's ``sampling`` that set the limits instead of being sent to the model.
 LIMIT_KEYS = ("max_turns", "max_total_tokens", "max_wall_s")
+# The key of an endpoint's ``sampling`` that picks the tools' rendering (``openai``, the default, or ``compact``
+# for a model with a short context); not sent to the model either.
+TOOL_FORMAT_KEY = "tool_format"
+TOOL_FORMATS = ("openai", "compact")
 
 
 @dataclass(frozen=True)

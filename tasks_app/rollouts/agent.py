@@ -59,8 +59,18 @@ class AgentLimits:
 
 
 def request_sampling(sampling: Mapping[str, Any]) -> dict[str, Any]:
-    """An endpoint's ``sampling`` as ChatClient keyword arguments (limits removed, extras in ``extra_body``)."""
-    return sampling_kwargs(sampling, drop=AgentLimits.KEYS)
+    """An endpoint's ``sampling`` as ChatClient keyword arguments (limits and the tool rendering removed, extras in
+    ``extra_body``)."""
+    return sampling_kwargs(sampling, drop=(*AgentLimits.KEYS, contract.TOOL_FORMAT_KEY))
+
+
+def endpoint_tools(sampling: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The contract's tools in the rendering the endpoint's ``sampling`` names (``tool_format``: ``openai`` by
+    default, ``compact`` for a model with a short context: the same tools in fewer tokens)."""
+    wanted = sampling.get(contract.TOOL_FORMAT_KEY) or "openai"
+    if wanted not in contract.TOOL_FORMATS:
+        raise ValueError(f"sampling.tool_format must be one of {contract.TOOL_FORMATS}, not {wanted!r}")
+    return contract.agent_contract().tool_list(wanted)
 
 
 STOP_FINAL_ANSWER = "final_answer"

@@ -10,7 +10,14 @@ from django.utils import timezone
 
 from rubrics_app.judgement import Judgement, Trajectory, rubric_of_version, trajectory_judge
 from tasks_app.models import ModelEndpoint, Rollout, RolloutPolicy, RolloutStatus, TaskVersion
-from tasks_app.rollouts.agent import STOP_ENDPOINT_ERROR, AgentLimits, AgentRun, agent_loop, request_sampling
+from tasks_app.rollouts.agent import (
+    STOP_ENDPOINT_ERROR,
+    AgentLimits,
+    AgentRun,
+    agent_loop,
+    endpoint_tools,
+    request_sampling,
+)
 from tasks_app.rollouts.policies import perturbation_for, red_team_policy_for, replay_solution
 from world_app.contract import agent_contract
 from world_app.models import WorldSnapshot
@@ -183,6 +190,7 @@ def _policy_run(rollout: Rollout, *, run_tool, client) -> AgentRun:
             client=client or endpoint_client(endpoint),
             instruction=version.instruction,
             run_tool=run_tool,
+            tools=endpoint_tools(endpoint.sampling or {}),
             sampling=request_sampling(endpoint.sampling),
             limits=AgentLimits.from_sampling(endpoint.sampling),
             before_model_call=_connection_release,

@@ -216,6 +216,16 @@ def test_sampling_splits_limits_from_request_parameters():
     assert AgentLimits.from_sampling(sampling) == AgentLimits(max_turns=5, max_wall_s=60)
 
 
+def test_an_endpoint_can_ask_for_the_compact_rendering_of_the_tools(world):
+    version = backorder_task(world).current_version
+    with ScriptedLLMServer(solving_script(world.order.pk)) as server:
+        rollout = run_model(server, version, sampling={"tool_format": "compact", "temperature": 0.1})
+        requests = server.requests
+    assert requests[0]["tools"] == tool_schemas("compact") and "tool_format" not in requests[0]
+    assert rollout.reward == 1.0  # the same tools: the same calls solve it
+    assert request_sampling({"tool_format": "compact", "top_k": 5}) == {"extra_body": {"top_k": 5}}
+
+
 def test_the_reference_policy_replays_the_solution_in_a_fresh_episode(world):
     version = backorder_task(world).current_version
     rollout = rollout_execute(rollout=rollout_create(version=version, policy=RolloutPolicy.REFERENCE))
