@@ -3,7 +3,14 @@
 
 - ``ticket_text_distinct_ratio``: distinct texts over all ticket texts (ticket bodies and messages).
 - ``customers_with_orders_share``: customers with at least one order.
-- ``split_shipments``: orders with more than one shipment; ``disputed_payments``, ``failed_payments``.
+- ``split_shipments``: orders with more than one shipment; ``partial_shipments``: orders shipped in parcels that
+  name their lines, some units not shipped yet; ``lost_parcels``: exception shipments whose last scan says lost;
+  ``disputed_payments``, ``failed_payments``, ``unpaid_orders`` (pending or cancelled with no payment through).
+- ``employees_on_leave`` today and the open tickets still assigned to them; ``discontinued_products``.
+- ``loyalty_tiers``: accounts whose tier the spend rule explains, those with a recorded exception, and any
+  unexplained (a contradiction ``world_rules --check`` also reports).
+- ``minority_branches``: delivered orders inside and outside the return window, in and out of warranty, counted
+  as the return and warranty families choose cases (similar numbers, so both branches are trained).
 - ``duplicate_accounts``: customers sharing a last name and a phone number or first street address with an
   earlier account.
 - ``search_shapes``: 20 common searches fixed here, each run through its tool at the maximum page size; the
@@ -12,20 +19,26 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import timedelta
+from decimal import Decimal
 
 from django.db.models import Count
 
 from world_app import clock
+from world_app.loyalty import has_loyalty_exception, loyalty_spend, tier_for_spend
 from world_app.models import (
     Customer,
+    Employee,
     Order,
     OrderLineItem,
     Payment,
+    Product,
     Shipment,
     SupportTicket,
     TicketMessage,
 )
+from world_app.tools.coverage import delivered_at, return_window, warranty_coverage
 from world_app.tools.params import MAX_LIMIT
 from world_app.tools.registry import invoke_tool
 
@@ -93,6 +106,77 @@ def search_shape_paging() -> dict:
     }
 
 
+def _partial_shipments() -> int:
+    """Orders that shipped in parcels naming their lines, some of whose units have not left yet."""
+    shipped: dict[str, Counter] = {}
+    for order_id, items, left in Shipment.objects.exclude(line_items=[]).values_list(
+        "order_id", "line_items", "shipped_at"
+    ):
+        units = shipped.setdefault(order_id, Counter())
+        if left is not None:
+            for item in items:
+                units[item["line_item_id"]] += item["quantity"]
+    ordered: dict[str, Counter] = {}
+    for order_id, line_id, quantity in OrderLineItem.objects.filter(order_id__in=list(shipped)).values_list(
+        "order_id", "id", "quantity"
+    ):
+        ordered.setdefault(order_id, Counter())[line_id] = quantity
+    return sum(1 for order_id, units in shipped.items() if units and units != ordered.get(order_id))
+
+
+def _latest_event_detail(events: list) -> str:
+    return (events[-1].get("detail") or "") if events else ""
+
+
+def minority_branches() -> dict:
+    """How many delivered orders fall on each side of the return window and of the warranty, counted the way the
+    return and warranty task families choose their cases: the return side over fulfilled orders with a settled
+    payment and no refund (their biggest line), the warranty side over fulfilled or partly refunded orders (their
+    most expensive single unit with a warranty and no claim yet)."""
+    today = clock.world_now().astimezone(clock.world_zone()).date()
+    returns, warranty = Counter(), Counter()
+    orders = (
+        Order.objects.filter(status__in=("fulfilled", "partially_refunded"), shipments__status="delivered")
+        .distinct()
+        .prefetch_related("shipments", "payments__refunds", "line_items__product", "line_items__warranty_claims")
+    )
+    for order in orders.iterator(chunk_size=500):
+        delivered = delivered_at(order.shipments.all())
+        if delivered is None:
+            continue
+        lines = list(order.line_items.all())
+        payments = list(order.payments.all())
+        settled = any(p.status in ("captured", "completed") for p in payments)
+        if order.status == "fulfilled" and settled and lines and not any(p.refunds.all() for p in payments):
+            returns["in_window" if return_window(delivered, today=today).is_open else "out_of_window"] += 1
+        claimable = [
+            li for li in lines if li.product.warranty_months > 0 and li.quantity == 1 and not li.warranty_claims.all()
+        ]
+        if claimable:
+            line = max(claimable, key=lambda li: (li.unit_price, li.id))
+            status = warranty_coverage(delivered, line.product.warranty_months, today=today).status
+            warranty["in_warranty" if status == "active" else "out_of_warranty"] += 1
+    return {
+        "returns": {"in_window": returns["in_window"], "out_of_window": returns["out_of_window"]},
+        "warranty": {"in_warranty": warranty["in_warranty"], "out_of_warranty": warranty["out_of_warranty"]},
+    }
+
+
+def loyalty_tiers() -> dict:
+    """Accounts whose tier the spend rule (world_app.loyalty) explains, and those that record an exception."""
+    today = clock.world_now().astimezone(clock.world_zone()).date()
+    spend = loyalty_spend(today=today)
+    follows = excepted = unexplained = 0
+    for customer in Customer.objects.only("id", "loyalty_tier", "notes").iterator(chunk_size=2000):
+        if tier_for_spend(spend.get(customer.id, Decimal(0))) == customer.loyalty_tier:
+            follows += 1
+        elif has_loyalty_exception(customer):
+            excepted += 1
+        else:
+            unexplained += 1
+    return {"follow_spend": follows, "recorded_exception": excepted, "unexplained": unexplained}
+
+
 def world_realism() -> dict:
     texts = list(SupportTicket.objects.values_list("body", flat=True)) + list(
         TicketMessage.objects.values_list("body", flat=True)
@@ -100,6 +184,10 @@ def world_realism() -> dict:
     customers = Customer.objects.count()
     with_orders = Order.objects.values("customer_id").distinct().count()
     split = Shipment.objects.values("order_id").annotate(n=Count("id")).filter(n__gt=1).count()
+    partial = _partial_shipments()
+    lost = Shipment.objects.filter(status="exception").values_list("events", flat=True)
+    today = clock.world_now().astimezone(clock.world_zone()).date()
+    away = [e.id for e in Employee.objects.filter(leave_starts_on__isnull=False) if e.on_leave(today)]
     seen: set = set()
     duplicates = 0
     for phone, last_name, addresses in Customer.objects.order_by("created_at", "id").values_list(
@@ -116,8 +204,20 @@ def world_realism() -> dict:
         "ticket_text_distinct_ratio": round(len(set(texts)) / len(texts), 3) if texts else None,
         "customers_with_orders_share": round(with_orders / customers, 3) if customers else None,
         "split_shipments": split,
+        "partial_shipments": partial,
+        "lost_parcels": sum(1 for events in lost if "lost" in _latest_event_detail(events)),
         "disputed_payments": Payment.objects.filter(status="disputed").count(),
         "failed_payments": Payment.objects.filter(status="failed").count(),
+        "unpaid_orders": Order.objects.filter(status__in=("pending", "cancelled"))
+        .exclude(payments__status__in=("pending", "authorized", "captured", "completed", "voided"))
+        .count(),
         "duplicate_accounts": duplicates,
+        "employees_on_leave": len(away),
+        "open_tickets_assigned_to_someone_on_leave": SupportTicket.objects.filter(
+            assignee_id__in=away, status__in=("new", "open", "pending_customer", "escalated")
+        ).count(),
+        "discontinued_products": Product.objects.filter(lifecycle="discontinued").count(),
+        "loyalty_tiers": loyalty_tiers(),
+        "minority_branches": minority_branches(),
         "search_paging": search_shape_paging(),
     }

@@ -6,12 +6,14 @@ from datetime import date, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
+from django.db import models
 
 from world_app.checksum import world_content_checksum
 from world_app.clock import world_now, world_zone
 from world_app.compatibility import check_compatibility
 from world_app.generator import ANOMALY_KINDS, WorldExistsError, generate_world, world_seed
 from world_app.generator.timeline import add_months
+from world_app.loyalty import tier_for_spend
 from world_app.models import (
     ENTITY_MODELS,
     WORLD_MODELS,
@@ -38,6 +40,7 @@ from world_app.policies import (
     COUPONS,
     FREE_GROUND_SHIPPING_OVER,
     LOYALTY_DISCOUNT_PCT,
+    LOYALTY_SPEND_MONTHS,
     REFUND_APPROVAL_LIMIT,
     RESTOCKING_FEE_EXEMPT_CATEGORIES,
     RESTOCKING_FEE_PCT,
@@ -76,13 +79,14 @@ def test_scale_1_has_at_least_2500_entities_over_all_14_types(seeded_world):
 
 
 def test_counts_are_near_the_planned_mix(seeded_world):
+    # The base world (about 620 customers, 800 orders, 350 tickets) plus the casebook's accounts (casebook.py).
     counts = seeded_world.counts
-    assert 550 <= counts["customer"] <= 700
+    assert 1300 <= counts["customer"] <= 1600
     assert 50 <= counts["employee"] <= 80
     assert 230 <= counts["product"] <= 280
-    assert 700 <= counts["order"] <= 900
-    assert 70 <= counts["refund"] <= 130
-    assert 300 <= counts["support_ticket"] <= 400
+    assert 1800 <= counts["order"] <= 2300
+    assert 150 <= counts["refund"] <= 260
+    assert 420 <= counts["support_ticket"] <= 580
     assert 150 <= counts["resolution"] <= 320
     assert 20 <= counts["escalation"] <= 80
     assert 50 <= counts["knowledge_base_article"] <= 80
@@ -198,21 +202,12 @@ def test_order_money_adds_up_by_the_policies(seeded_world):
         seen_customers.add(order.customer_id)
         subtotal = sum((li.unit_price * li.quantity for li in lines[order.id]), Decimal("0"))
         assert order.subtotal == subtotal, order.id
-        remaining = subtotal - q(subtotal * LOYALTY_DISCOUNT_PCT[order.customer.loyalty_tier] / 100)
-        free_shipping = False
-        if order.discount_code:
-            coupon = COUPONS[order.discount_code]
-            day = order.created_at.astimezone(world_zone()).date()
-            assert subtotal >= coupon.min_merchandise, order.id
-            assert coupon.valid_from is None or coupon.valid_from <= day, order.id
-            assert coupon.valid_until is None or day <= coupon.valid_until, order.id
-            assert first_order or not coupon.first_order_only, order.id
-            if coupon.kind == "percent":
-                remaining -= q(remaining * coupon.value / 100)
-            elif coupon.kind == "amount":
-                remaining -= min(coupon.value, remaining)
-            else:
-                free_shipping = True
+        # Priced with the account's tier: the one it holds (base accounts keep theirs), or for the casebook's
+        # accounts the one its spend of the year before the order earned.
+        remaining, free_shipping = _priced(order, subtotal, order.customer.loyalty_tier, first_order=first_order)
+        if order.discount_total != subtotal - remaining:
+            tier = _tier_earned_before(order)
+            remaining, free_shipping = _priced(order, subtotal, tier, first_order=first_order)
         assert order.discount_total == subtotal - remaining, order.id
         assert order.tax_total == q(remaining * SALES_TAX_PCT / 100)
         assert order.total == order.subtotal - order.discount_total + order.shipping_cost + order.tax_total
@@ -222,9 +217,39 @@ def test_order_money_adds_up_by_the_policies(seeded_world):
             assert order.shipping_cost == (Decimal("0.00") if free else rate), order.id
 
 
+def _priced(order: Order, subtotal: Decimal, tier: str, *, first_order: bool) -> tuple[Decimal, bool]:
+    remaining = subtotal - q(subtotal * LOYALTY_DISCOUNT_PCT[tier] / 100)
+    if not order.discount_code:
+        return remaining, False
+    coupon = COUPONS[order.discount_code]
+    day = order.created_at.astimezone(world_zone()).date()
+    assert subtotal >= coupon.min_merchandise, order.id
+    assert coupon.valid_from is None or coupon.valid_from <= day, order.id
+    assert coupon.valid_until is None or day <= coupon.valid_until, order.id
+    assert first_order or not coupon.first_order_only, order.id
+    if coupon.kind == "percent":
+        return remaining - q(remaining * coupon.value / 100), False
+    if coupon.kind == "amount":
+        return remaining - min(coupon.value, remaining), False
+    return remaining, True
+
+
+def _tier_earned_before(order: Order) -> str:
+    day = order.created_at.astimezone(world_zone()).date() - timedelta(days=1)
+    since = add_months(day, -LOYALTY_SPEND_MONTHS)
+    spend = Decimal(0)
+    for earlier in Order.objects.filter(customer_id=order.customer_id).exclude(status__in=("pending", "cancelled")):
+        if since <= earlier.created_at.astimezone(world_zone()).date() <= day:
+            refunded = Refund.objects.filter(payment__order=earlier).exclude(status="rejected")
+            spend += earlier.total - sum((r.amount for r in refunded), Decimal(0))
+    return tier_for_spend(spend)
+
+
 def test_payments_match_the_order_total(seeded_world):
     mess = anomaly_ids(seeded_world, "duplicate_charge")
     short = {r.related[0] for r in seeded_world.anomalies["payment_short_by_cents"]}
+    unpaid = anomaly_ids(seeded_world, "unpaid_order")
+    disputed = {r.related[0] for r in seeded_world.anomalies["disputed_payment"]}
     payments = defaultdict(list)
     for payment in Payment.objects.order_by("created_at", "id"):
         payments[payment.order_id].append(payment)
@@ -236,9 +261,15 @@ def test_payments_match_the_order_total(seeded_world):
         if order.id in mess:
             assert len(taken) == 2 and all(p.amount == order.total for p in taken)
             continue
-        # Failed attempts come first; one payment goes through.
+        # Failed attempts come first; one payment goes through (or none: an unpaid order).
         assert all(p.status == "failed" for p in mine[:-1]), order.id
         last = mine[-1]
+        if order.id in unpaid:
+            assert last.status == "failed" and order.status in ("pending", "cancelled"), order.id
+            continue
+        if last.status == "disputed":
+            assert order.id in disputed and last.amount == order.total, order.id
+            continue
         if order.status in ("paid", "fulfilled", "refunded", "partially_refunded"):
             assert last.status in PAID_STATUSES, order.id
             if order.id in short:
@@ -524,7 +555,15 @@ def test_contradictions_a_careful_agent_must_notice(seeded_world):
 
 def test_a_mess_rate_of_zero_gives_a_clean_world(seeded_world):
     manifest = world_seed(seed=7, scale=0.3, mess_rate=0, reset=True)
-    natural = {"discontinued_in_old_order"}
+    # Store events rather than mess: they happen whatever the mess rate (the casebook's cases).
+    natural = {
+        "discontinued_in_old_order",
+        "split_shipment",
+        "partial_shipment",
+        "lost_parcel",
+        "disputed_payment",
+        "unpaid_order",
+    }
     assert all(not records for kind, records in manifest.anomalies.items() if kind not in natural)
     assert not Order.objects.filter(shipping_address__isnull=True).exists()
 
@@ -534,3 +573,79 @@ def test_manifest_round_trips_through_json(seeded_world):
 
     assert WorldManifest.from_dict(seeded_world.as_dict()) == seeded_world
     assert set(seeded_world.child_counts) == {entity_type_name(m) for m in WORLD_MODELS if m not in ENTITY_MODELS}
+
+
+# --- the casebook: the cases a real store has, appended after the base world (world_app/generator/casebook.py) --
+
+
+def test_split_and_partial_shipments_name_their_lines(seeded_world):
+    split = anomaly_ids(seeded_world, "split_shipment")
+    partial = anomaly_ids(seeded_world, "partial_shipment")
+    assert split and partial
+    for order in Order.objects.filter(pk__in=split | partial).prefetch_related("shipments", "line_items"):
+        parcels = list(order.shipments.all())
+        assert all(p.line_items for p in parcels), order.id
+        units, shipped = Counter(), Counter()
+        for parcel in parcels:
+            for item in parcel.line_items:
+                units[item["line_item_id"]] += item["quantity"]
+                shipped[item["line_item_id"]] += item["quantity"] if parcel.shipped_at else 0
+        ordered = Counter({line.id: line.quantity for line in order.line_items.all()})
+        if order.id in split:
+            assert len(parcels) == 2 and units == ordered and all(p.shipped_at for p in parcels), order.id
+        else:
+            # Not fulfilled until the last parcel leaves; what is missing has no parcel or one not yet gone.
+            assert order.status == "paid" and +shipped and shipped != ordered, order.id
+            assert all(units[line] <= quantity for line, quantity in ordered.items()), order.id
+
+
+def test_lost_parcels_disputes_and_unpaid_orders(seeded_world):
+    for record in seeded_world.anomalies["lost_parcel"]:
+        lost = Shipment.objects.get(pk=record.related[0])
+        assert lost.order_id == record.id and lost.status == "exception"
+        assert lost.events[-1]["detail"] == "carrier trace closed: parcel lost"
+    for record in seeded_world.anomalies["disputed_payment"]:
+        payment = Payment.objects.get(pk=record.id)
+        assert payment.status == "disputed" and payment.order_id == record.related[0]
+        assert "Chargeback opened" in payment.order.notes
+    for record in seeded_world.anomalies["unpaid_order"]:
+        order = Order.objects.get(pk=record.id)
+        assert not order.payments.exclude(status="failed").exists()
+        assert order.status in ("pending", "cancelled") and not order.shipments.exists()
+
+
+def test_conflicting_records_and_stale_assignments(seeded_world):
+    today = world_now().astimezone(world_zone()).date()
+    for record in seeded_world.anomalies["ticket_names_wrong_order"]:
+        ticket = SupportTicket.objects.get(pk=record.id)
+        meant = Order.objects.get(pk=record.related[0])
+        typed = re.search(r"typed (\S+)", record.note).group(1)
+        assert ticket.order_id is None and meant.customer_id == ticket.customer_id
+        assert typed != meant.id and typed in f"{ticket.subject} {ticket.body}"
+    for record in seeded_world.anomalies["ticket_contradicts_order"]:
+        ticket = SupportTicket.objects.get(pk=record.id)
+        assert ticket.order_id == record.related[0] and ticket.status in ("new", "open", "pending_customer")
+    for record in seeded_world.anomalies["stale_assignment"]:
+        ticket = SupportTicket.objects.select_related("assignee").get(pk=record.id)
+        assert ticket.assignee_id == record.related[0] and ticket.assignee.on_leave(today)
+        assert ticket.status not in ("resolved", "closed")
+
+
+def test_the_casebook_pages_and_balances_the_branches(seeded_world):
+    """A business account's year of orders runs past one page; both sides of the return window and of the
+    warranty exist in similar numbers (within a factor of 2.5)."""
+    from world_app.tools.coverage import delivered_at, return_window, warranty_coverage
+    from world_app.tools.params import MAX_LIMIT
+
+    busiest = Order.objects.values("customer").annotate(n=models.Count("id")).order_by("-n").first()
+    assert busiest["n"] > MAX_LIMIT
+    windows, warranties = Counter(), Counter()
+    for order in Order.objects.filter(status="fulfilled").prefetch_related("shipments", "line_items__product"):
+        delivered = delivered_at(order.shipments.all())
+        if delivered is None:
+            continue
+        windows[return_window(delivered).is_open] += 1
+        line = max(order.line_items.all(), key=lambda li: (li.unit_price, li.id))
+        warranties[warranty_coverage(delivered, line.product.warranty_months).status] += 1
+    assert max(windows.values()) <= 2.5 * min(windows.values()), windows
+    assert max(warranties.values()) <= 2.5 * min(warranties.values()), warranties

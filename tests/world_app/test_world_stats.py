@@ -93,10 +93,26 @@ def test_world_stats_reports_the_realism_figures_measured_on_the_world(seeded_wo
     with_orders = Order.objects.values("customer_id").distinct().count()
     assert realism["customers_with_orders_share"] == round(with_orders / Customer.objects.count(), 3)
     assert realism["duplicate_accounts"] == len(seeded_world.anomaly_ids("duplicate_customer"))
-    assert realism["split_shipments"] >= 0 and realism["disputed_payments"] >= 0
+    assert realism["ticket_text_distinct_ratio"] >= 0.9
+    # The casebook's cases (world_app/generator/casebook.py) are there, and counted from the records.
+    assert realism["split_shipments"] >= len(seeded_world.anomaly_ids("split_shipment")) > 0
+    assert realism["partial_shipments"] == len(seeded_world.anomaly_ids("partial_shipment")) > 0
+    assert realism["lost_parcels"] == len(seeded_world.anomaly_ids("lost_parcel")) > 0
+    assert realism["disputed_payments"] == len(seeded_world.anomaly_ids("disputed_payment")) > 0
+    assert realism["unpaid_orders"] == len(seeded_world.anomaly_ids("unpaid_order")) > 0
+    assert realism["employees_on_leave"] > 0 and realism["open_tickets_assigned_to_someone_on_leave"] > 0
+    assert realism["discontinued_products"] > 0
+    assert realism["loyalty_tiers"]["unexplained"] == 0
+    assert realism["loyalty_tiers"]["follow_spend"] > realism["loyalty_tiers"]["recorded_exception"]
+    # Both branches of the return and warranty tasks, in similar numbers (within a factor of 2.5).
+    for sides in realism["minority_branches"].values():
+        assert max(sides.values()) <= 2.5 * min(sides.values()), sides
     paging = realism["search_paging"]
     assert paging["max_page_size"] == 50 and len(paging["shapes"]) == 20
     assert not [shape for shape in paging["shapes"] if "error" in shape]  # every shape is a valid search
     needing = sum(1 for shape in paging["shapes"] if shape["total"] > paging["max_page_size"])
     assert paging["needing_second_page"] == needing
-    assert paging["share_needing_second_page"] == round(needing / 20, 3)
+    assert paging["share_needing_second_page"] == round(needing / 20, 3) >= 0.5
+    # Paging decides outcomes for one customer's and one product's records too, not only store-wide ones.
+    paged = {shape["name"] for shape in paging["shapes"] if shape["needs_second_page"]}
+    assert {"a customer's orders over a year", "a product's buyers", "open tickets of a type"} <= paged

@@ -102,6 +102,8 @@ class ShipmentFacts:
     eta: date | None
     delivered_at: datetime | None
     events: list[dict]
+    # [(line, quantity)] in this parcel when the order ships in several; empty: the whole order.
+    lines: list[tuple[LineFacts, int]] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -144,6 +146,8 @@ class OrderFacts:
     status: str = "pending"
     payments: list[PaymentFacts] = field(default_factory=list)
     shipment: ShipmentFacts | None = None
+    # Further parcels of an order shipped in several (the casebook's split shipments); the first is ``shipment``.
+    more_parcels: list[ShipmentFacts] = field(default_factory=list)
     refunds: list[RefundFacts] = field(default_factory=list)
     cancelled_at: datetime | None = None
     notes: str = ""
@@ -155,14 +159,20 @@ class OrderFacts:
         return self.payments[-1]
 
     @property
+    def parcels(self) -> list[ShipmentFacts]:
+        return ([self.shipment] if self.shipment else []) + self.more_parcels
+
+    @property
     def delivered_at(self) -> datetime | None:
-        return self.shipment.delivered_at if self.shipment else None
+        """As the tools read it (``world_app.tools.coverage.delivered_at``): the latest delivered parcel."""
+        times = [parcel.delivered_at for parcel in self.parcels if parcel.delivered_at]
+        return max(times) if times else None
 
     @property
     def updated_at(self) -> datetime:
         moments = [self.created_at, self.payment.processed_at, self.cancelled_at]
-        if self.shipment:
-            moments += [self.shipment.label_at, self.shipment.shipped_at, self.shipment.delivered_at]
+        for parcel in self.parcels:
+            moments += [parcel.label_at, parcel.shipped_at, parcel.delivered_at]
         moments += [r.processed_at or r.created_at for r in self.refunds if r.counts]
         return max(m for m in moments if m is not None)
 
@@ -809,21 +819,22 @@ def _write_order(order: OrderFacts, *, sink: RowSink) -> None:
                 updated_at=payment.updated_at or payment.processed_at or payment.created_at,
             )
         )
-    if shipment:
+    for parcel in order.parcels:
         sink.add(
             Shipment(
-                id=shipment.id,
+                id=parcel.id,
                 order_id=order.id,
-                carrier=shipment.carrier,
-                service=shipment.service,
-                tracking_number=shipment.tracking_number,
-                status=shipment.status,
-                shipped_at=shipment.shipped_at,
-                estimated_delivery=shipment.eta,
-                delivered_at=shipment.delivered_at,
-                events=shipment.events,
-                created_at=shipment.label_at,
-                updated_at=datetime.fromisoformat(shipment.events[-1]["at"]),
+                carrier=parcel.carrier,
+                service=parcel.service,
+                tracking_number=parcel.tracking_number,
+                status=parcel.status,
+                shipped_at=parcel.shipped_at,
+                estimated_delivery=parcel.eta,
+                delivered_at=parcel.delivered_at,
+                events=parcel.events,
+                line_items=[{"line_item_id": line.id, "quantity": quantity} for line, quantity in parcel.lines],
+                created_at=parcel.label_at,
+                updated_at=datetime.fromisoformat(parcel.events[-1]["at"]),
             )
         )
 

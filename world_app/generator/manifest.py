@@ -26,6 +26,24 @@ ANOMALY_KINDS: dict[str, str] = {
     "says it never arrived. full_clean accepts it (a claim is not a record).",
     "warranty_term_mismatch": "The product's description states a warranty term other than its warranty_months "
     "(the record is the truth). full_clean accepts it (descriptions are free text).",
+    # The casebook's (world_app/generator/casebook.py): cases a real store has, appended after the base world.
+    "split_shipment": "An order shipped in two parcels, each naming its lines (Shipment.line_items); both left. "
+    "Consistent data.",
+    "partial_shipment": "An order of which one parcel has left (maybe arrived) and the rest waits for stock: the "
+    "order stays paid until its last parcel ships. Consistent data.",
+    "lost_parcel": "The carrier declared a parcel lost (shipment status exception, last event 'parcel lost'); "
+    "business orders were reshipped in a new parcel. Consistent data.",
+    "disputed_payment": "The customer's bank opened a chargeback (payment status disputed, the order's notes say "
+    "when and why). Consistent data; a refund on top would pay twice.",
+    "unpaid_order": "The only payment attempt failed: the order waits for payment (pending) or was cancelled for "
+    "it after 7 days. Consistent data.",
+    "ticket_contradicts_order": "A ticket says one thing and the records another (units that the order line does "
+    "not have; a parcel 'not arrived' that the carrier scanned delivered). full_clean accepts it (a claim is not "
+    "a record).",
+    "ticket_names_wrong_order": "The customer mistyped the order number (no such order, or another customer's); "
+    "the ticket is not linked to an order and the related id is the one meant. full_clean accepts it.",
+    "stale_assignment": "An open ticket is assigned to an agent who is on leave (Employee.leave_starts_on/"
+    "leave_ends_on). full_clean accepts it; nobody is answering the customer.",
 }
 
 

@@ -97,6 +97,7 @@ class TicketDraft:
 class Support:
     tickets: list[TicketDraft]
     scenarios: dict[str, list[str]]
+    numbers: RowNumbers | None = None
 
 
 class _Desk:
@@ -1057,8 +1058,8 @@ def build_support(
         record = next(r for r in mess.anomalies["tier_claim_mismatch"] if r.id == customer_id)
         mess.anomalies["tier_claim_mismatch"].remove(record)
         mess.record("tier_claim_mismatch", customer_id, related=(ticket.id,), note=record.note)
-    _write(tickets, sink=sink)
-    return Support(tickets=tickets, scenarios=_scenarios(tickets))
+    numbers = write_tickets(tickets, sink=sink)
+    return Support(tickets=tickets, scenarios=_scenarios(tickets), numbers=numbers)
 
 
 def _recent(rng: random.Random, pool: list):
@@ -1066,8 +1067,21 @@ def _recent(rng: random.Random, pool: list):
     return pool[min(len(pool) - 1, int(len(pool) * rng.random() ** 0.25))]
 
 
-def _write(tickets: list[TicketDraft], *, sink: RowSink) -> None:
-    message_number = resolution_number = escalation_number = claim_number = 0
+@dataclass
+class RowNumbers:
+    """The last number used per kind of support row; a later section continues from where the base world ended."""
+
+    messages: int = 0
+    resolutions: int = 0
+    escalations: int = 0
+    claims: int = 0
+
+
+def write_tickets(tickets: list[TicketDraft], *, sink: RowSink, numbers: RowNumbers | None = None) -> RowNumbers:
+    """Write the tickets (ids already given) and their messages, escalations, claims and resolutions."""
+    numbers = numbers or RowNumbers()
+    message_number, resolution_number = numbers.messages, numbers.resolutions
+    escalation_number, claim_number = numbers.escalations, numbers.claims
     for ticket in tickets:
         last = max(
             [ticket.created_at] + [m.sent_at for m in ticket.messages] + [ticket.resolved_at or ticket.created_at]
@@ -1160,6 +1174,7 @@ def _write(tickets: list[TicketDraft], *, sink: RowSink) -> None:
                     updated_at=ticket.resolved_at,
                 )
             )
+    return RowNumbers(message_number, resolution_number, escalation_number, claim_number)
 
 
 def _scenarios(tickets: list[TicketDraft]) -> dict[str, list[str]]:

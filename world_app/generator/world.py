@@ -13,6 +13,7 @@ from collections import Counter
 from django.db import transaction
 
 from world_app.generator.builds import plan_builds
+from world_app.generator.casebook import append_casebook
 from world_app.generator.catalog import build_catalog
 from world_app.generator.commerce import build_commerce
 from world_app.generator.knowledge_base import build_knowledge_base
@@ -111,6 +112,18 @@ def generate_world(
             mess=mess,
             sink=sink,
         )
+        casebook = append_casebook(
+            rng_for=lambda part: rng(f"casebook:{part}"),
+            scale=scale,
+            timeline=timeline,
+            catalog=catalog,
+            people=people,
+            commerce=commerce,
+            support=support,
+            kb=kb,
+            mess=mess,
+            sink=sink,
+        )
         sink.flush()
         record_loyalty_exceptions(rng=rng("loyalty"), timeline=timeline, using=using)
     return WorldManifest(
@@ -123,5 +136,5 @@ def generate_world(
             entity_type_name(model): sink.counts[model] for model in WORLD_MODELS if model not in ENTITY_MODELS
         },
         anomalies=mess.sorted_anomalies(),
-        scenarios={**commerce.scenarios, **support.scenarios},
+        scenarios={**commerce.scenarios, **support.scenarios, **casebook},
     )

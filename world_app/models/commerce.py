@@ -197,6 +197,10 @@ class Shipment(WorldEntity, Timestamped):
     estimated_delivery = models.DateField(null=True, blank=True)
     delivered_at = models.DateTimeField(null=True, blank=True)
     events = models.JSONField(default=list, blank=True, help_text="Carrier scan events, oldest first.")
+    # An order shipped in several parcels names what each holds; empty when the parcel holds the whole order.
+    line_items = models.JSONField(
+        default=list, blank=True, help_text="[{line_item_id, quantity}] in this parcel; empty: the whole order."
+    )
 
     class Meta:
         ordering = ["id"]
@@ -210,6 +214,25 @@ class Shipment(WorldEntity, Timestamped):
             raise ValidationError({"delivered_at": "a delivered shipment needs its delivery time"})
         if not isinstance(self.events, list) or not all(isinstance(e, dict) for e in self.events):
             raise ValidationError({"events": "must be a list of scan event objects"})
+        if self.line_items:
+            self._clean_line_items()
+
+    def _clean_line_items(self) -> None:
+        if not isinstance(self.line_items, list) or not all(
+            isinstance(item, dict)
+            and isinstance(item.get("line_item_id"), str)
+            and isinstance(item.get("quantity"), int)
+            and item["quantity"] >= 1
+            for item in self.line_items
+        ):
+            raise ValidationError({"line_items": "must be a list of {line_item_id, quantity >= 1} objects"})
+        if self.order_id:
+            lines = dict(OrderLineItem.objects.filter(order_id=self.order_id).values_list("id", "quantity"))
+            for item in self.line_items:
+                if item["line_item_id"] not in lines:
+                    raise ValidationError({"line_items": f"{item['line_item_id']} is not a line of this order"})
+                if item["quantity"] > lines[item["line_item_id"]]:
+                    raise ValidationError({"line_items": f"more units of {item['line_item_id']} than were ordered"})
 
 
 class RefundReason(models.TextChoices):

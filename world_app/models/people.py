@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from datetime import date
+
 from django.core.exceptions import ValidationError
 from django.db import models
 from pydantic import BaseModel, ConfigDict, Field
@@ -138,12 +140,21 @@ class Employee(WorldEntity, Timestamped):
     support_role = models.CharField(max_length=32, choices=SupportRole.choices, default=SupportRole.NONE)
     hired_on = models.DateField()
     is_active = models.BooleanField(default=True)
+    # A leave (parental, medical, sabbatical): still employed, not at work from the first day through the last.
+    leave_starts_on = models.DateField(null=True, blank=True)
+    leave_ends_on = models.DateField(null=True, blank=True)
 
     class Meta:
         ordering = ["id"]
 
     def __str__(self) -> str:
         return f"{self.id} {self.first_name} {self.last_name} ({self.title})"
+
+    def on_leave(self, day: date) -> bool:
+        """Away on ``day``: inside a recorded leave."""
+        if not self.leave_starts_on or day < self.leave_starts_on:
+            return False
+        return self.leave_ends_on is None or day <= self.leave_ends_on
 
     @property
     def full_name(self) -> str:
@@ -152,3 +163,7 @@ class Employee(WorldEntity, Timestamped):
     def clean(self) -> None:
         if self.manager_id and self.manager_id == self.id:
             raise ValidationError({"manager": "an employee cannot manage themselves"})
+        if self.leave_ends_on and not self.leave_starts_on:
+            raise ValidationError({"leave_starts_on": "a leave that ends needs its first day"})
+        if self.leave_starts_on and self.leave_ends_on and self.leave_ends_on < self.leave_starts_on:
+            raise ValidationError({"leave_ends_on": "is before the leave starts"})

@@ -22,7 +22,7 @@ from world_app.models import (
     WarrantyClaim,
 )
 from world_app.policies import LOYALTY_DISCOUNT_PCT
-from world_app.tools.results import canonical, day, money, when
+from world_app.tools.results import canonical, day, money, when, world_today
 
 
 def customer_summary(customer: Customer) -> dict:
@@ -64,6 +64,9 @@ def employee_record(employee: Employee) -> dict:
         "permissions": sorted(employee.permissions or []),
         "hired_on": day(employee.hired_on),
         "is_active": employee.is_active,
+        "on_leave": employee.on_leave(world_today()),
+        "leave_starts_on": day(employee.leave_starts_on),
+        "leave_ends_on": day(employee.leave_ends_on),
     }
 
 
@@ -153,6 +156,7 @@ def shipment_record(shipment: Shipment) -> dict:
         "estimated_delivery": day(shipment.estimated_delivery),
         "delivered_at": when(shipment.delivered_at),
         "events": canonical(shipment.events or []),
+        "line_items": canonical(shipment.line_items or []),
     }
 
 
