@@ -775,6 +775,8 @@ def _disruption_ticket(
         "today": f"{timeline.today:%A}",
     }
     parts = [rng.choice(_OPENINGS), rng.choice(_DETAILS), rng.choice(_ASKS)]
+    if wrong and "{ref}" not in parts[0]:
+        parts.insert(0, "Order {ref}.")  # the mistyped number is in the message, or the mix-up is not one
     if rng.random() < 0.3:
         parts.append(rng.choice(_EXTRAS))
     if disputed:
