@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('world_app', '0004_episode_owner'),
+        ('world_app', '0005_lookup_search_indexes'),
     ]
 
     operations = [
