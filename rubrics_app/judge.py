@@ -22,7 +22,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 
 from corecraft_site.canonical import canonical_sha256
-from corecraft_site.llm import ChatClient, EndpointError, RetryPolicy
+from corecraft_site.llm import ChatClient, EndpointError, chat_client_shared
 from corecraft_site.llm.sampling import sampling_kwargs
 from rubrics_app.models import JudgeConfig, Verdict, VerdictStatus
 from rubrics_app.programmatic import MET, NOT_MET
@@ -201,13 +201,14 @@ def judge_config_hash(judge_config: JudgeConfig) -> str:
 
 
 def endpoint_client(endpoint) -> ChatClient:
-    """A ChatClient for a ``ModelEndpoint`` (the key read from the environment variable it names)."""
-    return ChatClient(
+    """The process's shared ChatClient for a ``ModelEndpoint`` (the key read from the environment variable it
+    names): built once per endpoint, not per judgement."""
+    return chat_client_shared(
         base_url=endpoint.base_url,
         model=endpoint.model,
         key_env=endpoint.api_key_env or None,
         timeout_s=endpoint.timeout_s,
-        retry=RetryPolicy(max_attempts=endpoint.max_retries + 1),
+        max_attempts=endpoint.max_retries + 1,
     )
 
 

@@ -11,6 +11,7 @@ import email.utils
 import json
 import os
 import random
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -187,6 +188,35 @@ class ChatClient:
             raise
         latency_ms = (time.monotonic() - started) * 1000
         return _completion_from_body(text, latency_ms=latency_ms, attempts=attempt, status=raw.status_code)
+
+
+# Clients by everything that makes them differ (the key's value included, so a rotated key takes effect). Making one
+# costs 20-60 ms (the SDK's HTTP client and TLS context); they are thread-safe and pool their connections, so the
+# rollouts and the judge of a process share one per endpoint.
+_shared: dict[tuple, ChatClient] = {}
+_shared_lock = threading.Lock()
+SHARED_CLIENTS = 64
+
+
+def chat_client_shared(
+    *, base_url: str, model: str, key_env: str | None, timeout_s: float, max_attempts: int
+) -> ChatClient:
+    """The process's one client for this endpoint (default sleep and jitter), made on first use."""
+    key_value = os.environ.get(key_env) if key_env else None
+    key = (base_url, model, key_env, key_value, float(timeout_s), int(max_attempts))
+    with _shared_lock:
+        client = _shared.get(key)
+        if client is None:
+            if len(_shared) >= SHARED_CLIENTS:
+                _shared.pop(next(iter(_shared)))
+            client = _shared[key] = ChatClient(
+                base_url=base_url,
+                model=model,
+                key_env=key_env,
+                timeout_s=timeout_s,
+                retry=RetryPolicy(max_attempts=max_attempts),
+            )
+    return client
 
 
 def _completion_from_body(text: str, *, latency_ms: float, attempts: int, status: int) -> Completion:

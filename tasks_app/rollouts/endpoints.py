@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -11,16 +9,9 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from corecraft_site.llm import ChatClient, EndpointError, RetryPolicy
+from corecraft_site.llm import ChatClient, EndpointError, RetryPolicy, chat_client_shared
 from tasks_app.models import ModelEndpoint
 from tasks_app.rollouts.agent import request_sampling
-
-# Clients by everything that makes them differ (the key's value included, so a rotated key takes effect).
-# Making one costs ~60 ms (the SDK's HTTP client and TLS context); they are thread-safe and pool connections.
-_clients: dict[tuple, ChatClient] = {}
-_clients_lock = threading.Lock()
-CLIENT_CACHE_SIZE = 64
-
 
 CONNECTION_TEST_TIMEOUT_S = 15.0  # "Test connection" answers inside a page request: don't hold it for a minute
 
@@ -34,7 +25,8 @@ def endpoint_client(
 ) -> ChatClient:
     """A client for ``endpoint``: its key read from the environment variable it names, its retries and timeout.
 
-    With the default retry policy, sleep and timeout, clients are shared by every rollout of this process.
+    With the default retry policy, sleep and timeout, the client is the process's shared one for the endpoint
+    (``chat_client_shared``: the judge uses the same).
     """
     options: dict[str, Any] = {}
     if sleep is not None:
@@ -52,15 +44,13 @@ def endpoint_client(
 
     if retry is not None or sleep is not None or timeout_s is not None:
         return make()
-    key_value = os.environ.get(endpoint.api_key_env) if endpoint.api_key_env else None
-    key = (endpoint.base_url, endpoint.model, endpoint.api_key_env, key_value, endpoint.timeout_s, endpoint.max_retries)
-    with _clients_lock:
-        client = _clients.get(key)
-        if client is None:
-            if len(_clients) >= CLIENT_CACHE_SIZE:
-                _clients.pop(next(iter(_clients)))
-            client = _clients[key] = make()
-    return client
+    return chat_client_shared(
+        base_url=endpoint.base_url,
+        model=endpoint.model,
+        key_env=endpoint.api_key_env or None,
+        timeout_s=endpoint.timeout_s,
+        max_attempts=endpoint.max_retries + 1,
+    )
 
 
 def model_endpoint_test(*, endpoint: ModelEndpoint) -> dict[str, Any]:

@@ -254,3 +254,16 @@ def test_without_an_episode_or_verdicts_programmatic_criteria_are_errors(rollout
     rollout.refresh_from_db()
     assert rollout.passed is None and rollout.reward is None and rollout.judge_errors == 1
     assert not Verdict.objects.exists()
+
+
+def test_the_judge_and_the_rollouts_share_one_client_per_endpoint(monkeypatch):
+    from rubrics_app.judge import endpoint_client as judge_client
+    from tasks_app.models import ModelEndpoint
+    from tasks_app.rollouts.endpoints import endpoint_client as rollout_client
+
+    endpoint = ModelEndpoint(base_url="http://127.0.0.1:9/v1", model="m", api_key_env="CORECRAFT_SHARED_KEY")
+    monkeypatch.setenv("CORECRAFT_SHARED_KEY", "sk-one")
+    first = judge_client(endpoint)
+    assert judge_client(endpoint) is first and rollout_client(endpoint) is first  # built once, not per judgement
+    monkeypatch.setenv("CORECRAFT_SHARED_KEY", "sk-two")  # a rotated key takes effect: another client
+    assert judge_client(endpoint) is not first and judge_client(endpoint)._sdk.api_key == "sk-two"

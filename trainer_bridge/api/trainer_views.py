@@ -233,7 +233,7 @@ class TrainerEpisodeFinishApi(TokenApiView):
         tags=TAGS,
     )
     def post(self, request: Request, episode_id: str) -> Response:
-        found = _episode_or_404(request, episode_id)
+        found = _episode_or_404(request, episode_id, held=True)  # finishing re-reads it under its lock
         data = FinishInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         try:
