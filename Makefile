@@ -10,7 +10,7 @@ SEED ?= 7
 SCALE ?= 1
 export DJANGO_SETTINGS_MODULE := corecraft_site.settings
 
-.PHONY: install services browser test lint format demo demo-stop bench grpo-smoke verl-smoke mcp-clients
+.PHONY: install services browser test lint format demo demo-stop bench grpo-smoke verl-smoke mcp-clients verifiers-smoke
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -99,3 +99,19 @@ mcp-clients: install services
 	test -x .venv-mcp1/bin/python || $(PYTHON) -m venv .venv-mcp1
 	.venv-mcp1/bin/pip install -q "mcp>=1.20,<2"
 	$(BIN)/pytest tests/world_app/test_mcp.py -q -k "1x"
+
+# The verifiers environment (environments/corecraft_env, classic API of verifiers 0.3.1) run by verifiers' own
+# `vf-eval` against the scripted model server, rewards checked against the trainer API's. verifiers pins mcp<2 (the
+# project uses 2.x), so it gets its own virtual environment, with the project beside it --no-deps (the client it
+# uses, trainer_bridge.client, is standard library only). Kept out of `make test` (skipped there without it).
+VF_VENV := .venv-verifiers
+$(VF_VENV)/.installed: environments/corecraft_env/pyproject.toml
+	test -x $(VF_VENV)/bin/pip || $(PYTHON) -m venv $(VF_VENV)
+	$(VF_VENV)/bin/pip install -q --upgrade pip
+	$(VF_VENV)/bin/pip install -q -e environments/corecraft_env
+	$(VF_VENV)/bin/pip install -q --no-deps -e .
+	touch $@
+
+verifiers-smoke: install services $(VF_VENV)/.installed
+	$(BIN)/pytest tests/trainer_bridge/test_verifiers_env.py -q -s -p no:cacheprovider
+

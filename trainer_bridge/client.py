@@ -216,6 +216,9 @@ class EpisodeOpened:
     instruction: str
     tools: list[dict]
     max_turns: int
+    # The agent contract frozen with the release: its system prompt, and the conversation to start from.
+    system_prompt: str = ""
+    messages: list[dict] = field(default_factory=list)
 
     @classmethod
     def from_api(cls, data: dict) -> EpisodeOpened:
@@ -228,6 +231,8 @@ class EpisodeOpened:
             instruction=data.get("instruction", ""),
             tools=list(data.get("tools") or []),
             max_turns=int(data.get("max_turns") or 0),
+            system_prompt=data.get("system_prompt") or "",
+            messages=list(data.get("messages") or []),
         )
 
 

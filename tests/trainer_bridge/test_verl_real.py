@@ -11,13 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
-import subprocess
-import sys
-import tempfile
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -32,7 +25,7 @@ from verl.protocol import DataProto  # noqa: E402
 from verl.workers.rollout.llm_server import LLMServerClient  # noqa: E402
 from verl.workers.rollout.replica import TokenOutput  # noqa: E402
 
-from tests.processes import app_process_env  # noqa: E402
+from tests.processes import web_server  # noqa: E402
 from tests.trainer_bridge.trainer_fixtures import GOOD_ANSWER, trainer_world_make  # noqa: E402
 from trainer_bridge import verl_agent  # noqa: E402
 from trainer_bridge.client import CorecraftClient  # noqa: E402
@@ -108,36 +101,6 @@ class ScriptedTokenServer(LLMServerClient):
         ids = self.tokenizer.encode(text, add_special_tokens=False)
         assert self.tokenizer.decode(ids, skip_special_tokens=False) == text
         return TokenOutput(token_ids=ids, stop_reason="completed")
-
-
-@contextmanager
-def web_server() -> Iterator[str]:
-    """gunicorn serving the project against the test database, threaded as in production: verl runs a group's
-    rollouts at once (Django's live_server shares one in-memory episode connection between its threads)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    with tempfile.TemporaryFile() as log:
-        command = [sys.executable, "-m", "gunicorn", "corecraft_site.wsgi", "--bind", f"127.0.0.1:{port}"]
-        proc = subprocess.Popen(  # noqa: S603
-            [*command, "--workers", "1", "--threads", "8"], cwd=ROOT, env=app_process_env(), stdout=log, stderr=log
-        )
-        try:
-            deadline = time.monotonic() + 60
-            while True:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("the web server did not start")
-                try:
-                    with socket.create_connection(("127.0.0.1", port), timeout=1):
-                        break
-                except OSError:
-                    time.sleep(0.2)
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            proc.terminate()
-            proc.wait(timeout=15)
-            log.seek(0)
-            print(f"--- web server ---\n{log.read().decode(errors='replace')[-4000:]}")
 
 
 def verl_config(model_dir: Path, group: int):
