@@ -8,6 +8,7 @@ from django.urls import NoReverseMatch, reverse
 # (label, URL name, work_counts key for a badge or None, roles that see it or None for everyone). A section
 # whose URL is not installed is left out rather than breaking every page.
 SECTIONS: tuple[tuple[str, str, str | None, frozenset[str] | None], ...] = (
+    ("Dashboard", "dashboard", None, frozenset({"admin"})),
     ("World", "home", None, None),
     ("Tasks", "tasks:list", None, None),
     ("My work", "review:mine", "my_work", frozenset({"author", "admin"})),

@@ -4,6 +4,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from corecraft_site import views
+from trainer_bridge import views as trainer_views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -16,6 +17,7 @@ urlpatterns = [
     path("review/", include("tasks_app.review_urls")),
     path("calibration/", include("tasks_app.calibration_urls")),
     path("releases/", include("trainer_bridge.urls")),
+    path("dashboard/", trainer_views.lead_dashboard_page, name="dashboard"),
     path("api/", include("world_app.api.urls")),
     path("api/v1/", include("trainer_bridge.api_urls")),
     path("api/v1/", include("trainer_bridge.trainer_api_urls")),

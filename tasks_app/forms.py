@@ -373,7 +373,9 @@ class CriterionDraft:
         names = ["text", "weight", "category"]
         if self.kind == CriterionKind.STATE:
             names += ["entity_type", "op", "field", "value"]
-            names += [f"filter{i}" for i in range(len(self.filters) + 1)]
+            # Only rows the page has: a row typed into the blank one is not a new row there yet (an out-of-band
+            # swap without its target is htmx's oobErrorNoTarget in the console).
+            names += [f"filter{i}" for i in range(max(1, len(self.filters)))]
         elif self.kind == CriterionKind.TOOL_CALL:
             names += ["tool", "min_count", "max_count", "ids"]
         elif self.kind == CriterionKind.RESPONSE:

@@ -9,6 +9,7 @@ from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
 from rubrics_app.models import Criterion
+from tasks_app.criterion_words import criterion_change_words
 from tasks_app.models import Comment, ReferenceRun, Review, Task, TaskStatus, TaskVersion
 from tasks_app.roles import ADMIN, AUTHOR, REVIEWER, user_roles
 
@@ -126,10 +127,13 @@ def task_version_diff(a: TaskVersion, b: TaskVersion) -> dict:
     common = sorted(before.keys() & after.keys(), key=lambda k: after[k].position)
     changed = []
     for key in common:
-        changes = [
-            {"field": name, "before": getattr(before[key], name), "after": getattr(after[key], name)}
+        old, new = before[key], after[key]
+        changes = [  # in words: a spec as the sentence it checks and each value that changed, never a raw dict
+            criterion_change_words(
+                name, getattr(old, name), getattr(new, name), kind_before=old.kind, kind_after=new.kind
+            )
             for name in CRITERION_FIELDS
-            if getattr(before[key], name) != getattr(after[key], name)
+            if getattr(old, name) != getattr(new, name)
         ]
         if changes:
             changed.append({"key": str(key), "text": after[key].text, "changes": changes})

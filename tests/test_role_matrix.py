@@ -73,6 +73,9 @@ MATRIX: dict[str, list[tuple[str, str, str]]] = {
     "tasks:playground_run": [("POST", "/tasks/{held}/playground/run/", "302 403 403 403 302 302 302 302 302")],
     "review:queue": [("GET", "/review/", "302 403 403 200 200 302 302 302 302")],
     "review:mine": [("GET", "/review/mine/", "302 200 200 200 200 302 302 302 302")],
+    "review:next": [("GET", "/review/next/?after={review}", "302 403 403 302 302 302 302 302 302")],
+    "review:claim_next": [("POST", "/review/claim-next/", "302 403 403 302 302 302 302 302 302")],
+    "review:bulk": [("POST", "/review/bulk/", "302 403 403 302 302 302 302 302 302")],
     "review:task": [
         ("GET", "/review/tasks/{held}/", "302 403 403 403 200 302 302 302 302"),
         ("GET", "/review/tasks/{review}/", "302 403 403 200 200 302 302 302 302"),
@@ -101,6 +104,7 @@ MATRIX: dict[str, list[tuple[str, str, str]]] = {
     "calibration:labels": [("GET", "/calibration/labels/", "302 403 403 200 200 302 302 302 302")],
     "calibration:label": [("POST", "/calibration/labels/{missing}/", "302 403 403 404 404 302 302 302 302")],
     "calibration:agreement": [("GET", "/calibration/agreement/", "302 403 200 200 200 302 302 302 302")],
+    "dashboard": [("GET", "/dashboard/", "302 403 403 403 200 302 302 302 302")],
     "releases:list": [("GET", "/releases/", "302 403 403 403 200 302 302 302 302")],
     "releases:new": [("GET", "/releases/new/", "302 403 403 403 200 302 302 302 302")],
     "releases:compare": [("GET", "/releases/compare/", "302 403 403 403 200 302 302 302 302")],

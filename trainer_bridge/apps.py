@@ -4,6 +4,7 @@ from django.apps import AppConfig
 class TrainerBridgeConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "trainer_bridge"
+    verbose_name = "Releases and trainer API"
 
     def ready(self) -> None:
         from django.contrib.auth import get_user_model

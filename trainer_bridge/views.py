@@ -21,6 +21,7 @@ from trainer_bridge import services
 from trainer_bridge.exports import CONTENT_TYPES
 from trainer_bridge.models import ExportFormat, ExportJob, ExportStatus, Release, Split
 from trainer_bridge.selectors import export_jobs_for, release_compare, release_get, release_list
+from trainer_bridge.selectors_dashboard import lead_dashboard
 from trainer_bridge.splits import SplitError
 
 
@@ -288,3 +289,11 @@ def release_compare_page(request: HttpRequest) -> HttpResponse:
             return render(request, "releases/compare.html", context, status=400)
         context.update({"old": old, "new": new, "diff": release_compare(old=old, new=new)})
     return render(request, "releases/compare.html", context)
+
+
+@require_GET
+@admin_page
+def lead_dashboard_page(request: HttpRequest) -> HttpResponse:
+    """What an RL lead opens first: tasks by status and type, calibration and gate coverage, pass rates per model
+    and task type by week, the frozen releases and their use by tokens."""
+    return render(request, "releases/dashboard.html", {"board": lead_dashboard()})

@@ -156,11 +156,17 @@ def _editor_render(
     problems: list[str] | None = None,
     partial: bool = False,
 ) -> HttpResponse:
-    criteria = [_criterion_context(d) for d in drafts]
+    # Open comments shown where the author fixes them: on their criterion, until resolved (one query)
+    open_comments = task_open_comments(task=task) if task is not None else []
+    by_key: dict[str, list] = {}
+    for comment in open_comments:
+        by_key.setdefault(comment.criterion_key and str(comment.criterion_key), []).append(comment)
+    criteria = [_criterion_context(d, comments=by_key.pop(str(d.key), []) if d.key else []) for d in drafts]
     context = {
         "form": form,
         "task": task,
         "criteria": criteria,
+        "task_comments": [c for key, found in by_key.items() for c in found],  # on the task, or a removed criterion
         "focus": focus,
         "focus_action": focus_action,
         "conflict": conflict,
@@ -216,7 +222,10 @@ def _summary(form: TaskForm, drafts: list[CriterionDraft]) -> list[str]:
         problems.append("Some fields need attention (marked below).")
     bad = [i + 1 for i, d in enumerate(drafts) if d.errors or d.field_errors]
     if bad:
-        problems.append(f"Criteria {', '.join(map(str, bad))} need attention.")
+        if len(bad) == 1:
+            problems.append(f"Criterion {bad[0]} needs attention.")
+        else:
+            problems.append(f"Criteria {', '.join(map(str, bad[:-1]))} and {bad[-1]} need attention.")
     return problems
 
 
@@ -347,7 +356,7 @@ def task_detail_page(request: HttpRequest, task_id: int) -> HttpResponse:
             by_criterion.setdefault(str(comment.criterion_key), []).append(comment)
         else:
             task_comments.append(comment)
-    from tasks_app.views.review import criterion_spec_summary
+    from tasks_app.criterion_words import criterion_spec_summary
 
     rows = [
         {"criterion": c, "summary": criterion_spec_summary(c), "comments": by_criterion.get(str(c.key), [])}

@@ -188,7 +188,8 @@ def playground_call(request: HttpRequest, task_id: int) -> HttpResponse:
 def _draft_response(request: HttpRequest, task: Task, state: dict[str, Any], **extra: Any) -> HttpResponse:
     context = _context(request, task, state, **extra)
     if request.htmx:
-        return render(request, "tasks/playground.html#draft", context)
+        # the page around the draft names the current version twice: swapped out of band (both are always there)
+        return render(request, "tasks/playground.html#draft", {**context, "oob_version": True})
     return redirect("tasks:playground", task.pk)
 
 

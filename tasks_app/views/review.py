@@ -15,14 +15,15 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from corecraft_site.refusals import forbidden_as_page as refusal_page
-from rubrics_app.models import Criterion, CriterionKind
+from rubrics_app.models import Criterion
+from tasks_app.criterion_words import criterion_spec_summary
 from tasks_app.models import Comment, ReviewDecision, Task, TaskStatus, TaskType, TaskVersion
 from tasks_app.permissions import review_check, task_discuss_check
 from tasks_app.roles import ADMIN, REVIEWER, user_roles
@@ -37,7 +38,9 @@ from tasks_app.selectors import (
     task_version_diff,
 )
 from tasks_app.selectors_calibration import FLAG_FILTERS, SORTS, tasks_calibrated, with_cells
+from tasks_app.selectors_review import review_queue_first_free, review_queue_neighbour
 from tasks_app.services.gates import gate_checklist, rubric_gate_current, rubric_gate_ensure
+from tasks_app.services.review_bulk import review_bulk_decide
 from tasks_app.services.reviews import (
     ClaimUnavailable,
     comment_add,
@@ -74,15 +77,13 @@ def _reviewer_check(user) -> None:
         raise PermissionDenied("Only reviewers and admins review tasks. Your own tasks are under My work.")
 
 
-def _queue_filters(request: HttpRequest, authors) -> tuple[dict[str, Any], dict[str, str]]:
-    """The queue's filters from the query string, and an error per field that could not be read."""
-    values = {
-        "type": request.GET.get("type", "").strip(),
-        "author": request.GET.get("author", "").strip(),
-        "age": request.GET.get("age", "").strip(),
-        "flag": request.GET.get("flag", "").strip(),
-        "sort": request.GET.get("sort", "").strip(),
-    }
+QUEUE_FILTERS = ("type", "author", "age", "flag", "sort")
+
+
+def _queue_filters(params, authors) -> tuple[dict[str, Any], dict[str, str]]:
+    """The queue's filters from ``params`` (the query string, or a form that carries it), and an error per field
+    that could not be read."""
+    values = {name: str(params.get(name, "")).strip() for name in QUEUE_FILTERS}
     errors: dict[str, str] = {}
     if values["flag"] not in FLAG_FILTERS:
         errors["flag"] = "Pick a calibration filter from the list."
@@ -102,14 +103,10 @@ def _queue_filters(request: HttpRequest, authors) -> tuple[dict[str, Any], dict[
     return values, errors
 
 
-@require_GET
-@login_required
-@forbidden_as_page
-def queue(request: HttpRequest) -> HttpResponse:
-    """Tasks in review that this user may review, filterable by type, author and age; htmx swaps the table."""
-    _reviewer_check(request.user)
+def _filtered_queue(request: HttpRequest, params) -> tuple[Any, dict[str, Any], dict[str, str], list]:
+    """The reviewer's queue with the filters and order of ``params`` (a query dict), the values read and errors."""
     authors = list(review_queue_authors(reviewer=request.user))
-    values, errors = _queue_filters(request, authors)
+    values, errors = _queue_filters(params, authors)
     tasks = review_queue(
         reviewer=request.user,
         task_type=values["type"] if values["type"] and "type" not in errors else None,
@@ -123,13 +120,28 @@ def queue(request: HttpRequest) -> HttpResponse:
         flag=values["flag"] if "flag" not in errors else "",
         sort=values["sort"] if "sort" not in errors else "",
     )
+    return tasks, values, errors, authors
+
+
+def _queue_query(values: dict[str, Any], errors: dict[str, str]) -> str:
+    return urlencode({name: value for name, value in values.items() if value and name not in errors})
+
+
+@require_GET
+@login_required
+@forbidden_as_page
+def queue(request: HttpRequest) -> HttpResponse:
+    """Tasks in review that this user may review, filterable by type, author, age and calibration, sortable;
+    htmx swaps the table."""
+    _reviewer_check(request.user)
+    tasks, values, errors, authors = _filtered_queue(request, request.GET)
     page = Paginator(tasks, PAGE_SIZE).get_page(request.GET.get("page"))
     with_cells(page.object_list)
     now = timezone.now()
     for task in page.object_list:
         held = task.claimed_by_id is not None and task.claim_expires_at and task.claim_expires_at > now
         task.claim_state = ("mine" if task.claimed_by_id == request.user.pk else "other") if held else "free"
-    query = urlencode({name: value for name, value in values.items() if value and name not in errors})
+    query = _queue_query(values, errors)
     context = {
         "page": page,
         "filters": values,
@@ -144,6 +156,82 @@ def queue(request: HttpRequest) -> HttpResponse:
     template = "review/queue.html#queue-table" if request.htmx and not request.htmx.boosted else "review/queue.html"
     # htmx swaps only 2xx answers: the table comes back (bad filters left out); a full page says 400.
     return render(request, template, context, status=400 if errors and not request.htmx else 200)
+
+
+@require_GET
+@login_required
+@forbidden_as_page
+def next_item(request: HttpRequest) -> HttpResponse:
+    """Open the next (``dir=next``) or previous (``dir=prev``) item of the queue after task ``after``, with the
+    queue's filters and order from the query string; the queue itself at either end."""
+    _reviewer_check(request.user)
+    tasks, values, errors, _authors = _filtered_queue(request, request.GET)
+    try:
+        after = int(request.GET.get("after", ""))
+    except ValueError:
+        after = None
+    step = -1 if request.GET.get("dir") == "prev" else 1
+    found = review_queue_neighbour(queue=tasks, user=request.user, after=after, step=step)
+    query = _queue_query(values, errors)
+    if found is None:
+        messages.info(request, "That was the last item of the queue." if step > 0 else "That was the first item.")
+        return redirect(reverse("review:queue") + (f"?{query}" if query else ""))
+    return redirect(reverse("review:task", args=[found]) + (f"?{query}" if query else ""))
+
+
+@require_POST
+@login_required
+@forbidden_as_page
+def claim_next(request: HttpRequest) -> HttpResponse:
+    """Claim the first item of the (filtered) queue nobody else holds and open it: one step from the queue."""
+    _reviewer_check(request.user)
+    tasks, values, errors, _authors = _filtered_queue(request, request.POST)
+    query = _queue_query(values, errors)
+    for _attempt in range(3):  # another reviewer may take the same one first: then the next
+        task = review_queue_first_free(queue=tasks, user=request.user)
+        if task is None:
+            messages.info(request, "Nothing free to claim in the queue.")
+            return redirect(reverse("review:queue") + (f"?{query}" if query else ""))
+        try:
+            task = review_claim(task=task, user=request.user)
+        except ClaimUnavailable:
+            continue
+        messages.success(request, f"You hold “{task.title}” until {timezone.localtime(task.claim_expires_at):%H:%M}.")
+        return redirect(reverse("review:task", args=[task.pk]) + (f"?{query}" if query else ""))
+    messages.error(request, "Other reviewers took the free items first; try again.")
+    return redirect("review:queue")
+
+
+@require_POST
+@login_required
+@forbidden_as_page
+def bulk_decide(request: HttpRequest) -> HttpResponse:
+    """Approve or return the selected items, each through its own claim and decision (the gate still applies)."""
+    _reviewer_check(request.user)
+    try:
+        task_ids = [int(v) for v in request.POST.getlist("task")]
+    except ValueError:
+        task_ids = []
+    try:
+        outcomes = review_bulk_decide(
+            task_ids=task_ids,
+            user=request.user,
+            decision=request.POST.get("decision", ""),
+            comment=request.POST.get("comment", ""),
+        )
+    except ValidationError as exc:
+        for message in _messages_of(exc):
+            messages.error(request, message)
+    else:
+        done = [o for o in outcomes if o.done]
+        verb = "Approved" if request.POST.get("decision") == ReviewDecision.APPROVE else "Returned"
+        if done:
+            messages.success(request, f"{verb} {len(done)} of {len(outcomes)}: " + ", ".join(o.title for o in done))
+        for refused in (o for o in outcomes if not o.done):
+            messages.error(request, f"“{refused.title}” not decided: {refused.message}")
+    kept = QueryDict(request.POST.get("query", ""))
+    query = urlencode({name: kept[name] for name in QUEUE_FILTERS if kept.get(name)})
+    return redirect(reverse("review:queue") + (f"?{query}" if query else ""))
 
 
 # --- the author's own queue ---------------------------------------------------------------------------------------
@@ -165,79 +253,6 @@ def _load(task_id: int) -> Task:
         return task_for_review(task_id=task_id)
     except Task.DoesNotExist:
         raise Http404("No such task.") from None
-
-
-def criterion_spec_summary(criterion: Criterion) -> str:
-    """What a criterion's spec checks, in a sentence a support lead reads without knowing the JSON."""
-    spec = criterion.spec or {}
-    if criterion.kind == CriterionKind.LLM:
-        return "Judged by the LLM judge from the text above, over the whole conversation."
-    if criterion.kind == CriterionKind.RESPONSE:
-        value = spec.get("value")
-        case = " (case-sensitive)" if spec.get("case_sensitive") else ""
-        return {
-            "contains": f"The final answer contains “{value}”{case}.",
-            "not_contains": f"The final answer does not contain “{value}”{case}.",
-            "regex": f"The final answer matches the pattern {value}{case}.",
-            "number": f"The final answer states the number {value}"
-            + (f" (± {spec.get('tolerance')})." if spec.get("tolerance") else ", exactly."),
-        }.get(spec.get("op"), "A check of the final answer.")
-    if criterion.kind == CriterionKind.TOOL_CALL:
-        tool = spec.get("tool", "?")
-        if spec.get("expect") == "not_called":
-            head = f"The agent must not call {tool}"
-        else:
-            low, high = spec.get("min_count", 1), spec.get("max_count")
-            times = f" at least {low} times" if low and low > 1 else ""
-            times += f" at most {high} times" if high else ""
-            head = f"The agent calls {tool}{times}"
-        matchers = [_matcher(name, m) for name, m in (spec.get("arguments") or {}).items()]
-        return head + (" with " + ", ".join(matchers) if matchers else "") + "."
-    if criterion.kind == CriterionKind.STATE:
-        entity = spec.get("entity_type", "?")
-        where = " and ".join(
-            _condition(f.get("field"), f.get("op", "eq"), f.get("value")) for f in spec.get("filters", [])
-        )
-        rows = f"{entity} rows" + (f" where {where}" if where else "")
-        op = spec.get("op")
-        if op in ("count_eq", "count_gte", "count_lte"):
-            word = {"count_eq": "exactly", "count_gte": "at least", "count_lte": "at most"}[op]
-            return f"In the final world there are {word} {spec.get('value')} {rows}."
-        quantifier = "every one of the" if spec.get("quantifier", "all") == "all" else "at least one of the"
-        return f"In the final world, {quantifier} {rows} has {_condition(spec.get('field'), op, spec.get('value'))}."
-    return "—"
-
-
-OPERATORS = {
-    "eq": "=",
-    "ne": "≠",
-    "gt": ">",
-    "gte": "≥",
-    "lt": "<",
-    "lte": "≤",
-    "in": "one of",
-    "not_in": "none of",
-    "contains": "containing",
-    "icontains": "containing (any case)",
-}
-
-
-def _condition(field: Any, op: str, value: Any) -> str:
-    if op == "is_null":
-        return f"{field} empty"
-    if op == "not_null":
-        return f"{field} set"
-    if isinstance(value, list):
-        value = ", ".join(str(v) for v in value)
-    return f"{field} {OPERATORS.get(op, op)} {value}"
-
-
-def _matcher(name: str, matcher: dict) -> str:
-    op = matcher.get("op", "eq")
-    if op == "any":
-        return f"any {name}"
-    word = {"eq": "=", "contains": "containing", "regex": "matching", "gte": "≥", "lte": "≤"}.get(op, op)
-    return f"{name} {word} {matcher.get('value')}"
 
 
 def _review_context(request: HttpRequest, task: Task, **extra: Any) -> dict[str, Any]:
@@ -328,7 +343,11 @@ def _review_context(request: HttpRequest, task: Task, **extra: Any) -> dict[str,
 def task_page(request: HttpRequest, task_id: int) -> HttpResponse:
     task = _load(task_id)
     task_discuss_check(request.user, task)
-    return render(request, "review/task.html", _review_context(request, task))
+    kept = {name: request.GET[name] for name in QUEUE_FILTERS if request.GET.get(name)}
+    context = _review_context(
+        request, task, queue_query=urlencode(kept), may_review_queue=bool({REVIEWER, ADMIN} & user_roles(request.user))
+    )
+    return render(request, "review/task.html", context)
 
 
 @require_POST

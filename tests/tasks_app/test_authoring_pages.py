@@ -213,7 +213,7 @@ def test_create_with_errors_keeps_everything_typed_and_saves_nothing(client, wri
     response = client.post(reverse("tasks:create"), data)
     body = response.content.decode()
     assert response.status_code == 200 and not Task.objects.exists()
-    assert "Nothing was saved yet" in body and "Criteria 1, 2, 4 need attention" in body
+    assert "Nothing was saved yet" in body and "Criteria 1, 2 and 4 need attention" in body
     assert "This field is required." in body  # the title
     slot = body[body.index('id="err-c1-field"') :]
     assert slot.index("order has no field &#x27;colour&#x27;") < slot.index("</div>")  # next to its field

@@ -83,7 +83,13 @@ def test_update_makes_a_new_version_and_keeps_criterion_keys():
     assert [a["text"] for a in diff["criteria"]["added"]] == ["Names the carrier."]
     assert diff["criteria"]["removed"] == []
     changed = diff["criteria"]["changed"]
-    assert len(changed) == 1 and {c["field"] for c in changed[0]["changes"]} == {"text", "spec", "weight", "required"}
+    assert len(changed) == 1 and {c["field"] for c in changed[0]["changes"]} == {"text", "check", "weight", "required"}
+    # in words, not raw dicts: the sentence each spec checks, and each value that changed
+    check = next(c for c in changed[0]["changes"] if c["field"] == "check")
+    assert check["before"].startswith("The final answer") and "{" not in check["before"] + check["after"]
+    assert check["details"] and all("→" in d and "{" not in d for d in check["details"])
+    required = next(c for c in changed[0]["changes"] if c["field"] == "required")
+    assert {required["before"], required["after"]} == {"required", "optional"}
     assert set(diff["criteria"]["moved"]) == {str(old[0].key), str(old[1].key)}
 
 
