@@ -5,8 +5,12 @@ A response criterion must not be met by a number that appears anywhere: a dump o
 amount. So the readers here work on the answer's *prose*: JSON (a dump of tool output) is masked out, and a
 *data run* (a spray of values: four or more ids, amounts or dates in a row with only commas between them, of
 two or more kinds or all amounts; or a line that is a label and a bare list) makes the answer's facts
-unreadable. An amount is *stated for* a subject when, in one clause (a sentence, a ``;`` part or a line), it
-is the mention nearest to a word of the subject.
+unreadable, and its claims too (``affirms`` / ``not_affirms``): a reply that buries what it says in a list of
+values is not a reply its reader can act on, so none of its content is credited. A claim met only inside a list
+of many short alternatives (``in_word_list``: "approved, denied, eligible, incompatible, ...") is not made either
+(a forbidden claim named there still counts as said: ``not_affirms`` reads every mention).
+An amount is *stated for* a subject when, in one clause (a sentence, a ``;`` part or a line), it is the mention
+nearest to a word of the subject.
 """
 
 from __future__ import annotations
@@ -277,6 +281,23 @@ def negated(text: str, start: int, end: int) -> bool:
         return True
     after = [w.lower() for w in _WORD.findall(text[end : clause[1]])][:3]
     return any(w in _NEGATED_AFTER or w.endswith("n't") for w in after)
+
+
+WORD_LIST = 6
+_LIST_ITEM_WORDS = 4
+
+
+def in_word_list(text: str, start: int, end: int) -> bool:
+    """True when ``start:end`` sits in a list of alternatives rather than a statement: one item of a sentence (or
+    ``;`` part, or line) made of ``WORD_LIST`` or more comma-separated items of at most ``_LIST_ITEM_WORDS`` words
+    each ("approved, denied, eligible, not eligible, incompatible, compatible, ..."). Naming every option commits to
+    none of them, so a claim met there is not made."""
+    clause = next(((a, b) for a, b in clauses(text) if a <= start < b), (0, len(text)))
+    items = [item for item in re.split(r",|\bor\b|\band\b", text[clause[0] : clause[1]]) if item.strip()]
+    if len(items) < WORD_LIST:
+        return False
+    short = [item for item in items if len(_WORD.findall(item)) <= _LIST_ITEM_WORDS]
+    return len(short) >= WORD_LIST and len(short) >= 0.8 * len(items)
 
 
 def same_date(mention: Mention, wanted: date) -> bool:

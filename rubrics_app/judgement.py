@@ -10,8 +10,8 @@ rubric checks and the red-team policies all call :func:`trajectory_judge`. It re
 
 and returns a :class:`Judgement`. There is one trajectory hash (:func:`trajectory_hash`) and one verdict cache
 (``Verdict`` rows keyed by trajectory hash, criterion content hash and judge configuration; programmatic verdicts
-under no configuration), so a trajectory judged once in calibration is not judged again in training, and the two
-can never disagree about it.
+under no configuration, valid only for the programmatic judge's code version that decided them), so a trajectory
+judged once in calibration is not judged again in training, and the two can never disagree about it.
 
 Programmatic criteria are decided by ``rubrics_app.programmatic.criteria_evaluate``; ``llm`` criteria by the LLM
 judge (``rubrics_app.judge``) when a judge configuration is given, else they stay ``pending``.
@@ -410,12 +410,13 @@ def _programmatic(criteria: list[RubricCriterion], *, trajectory: Trajectory, di
                     status=v["status"],
                     rationale=v["rationale"],
                     evidence=_as_json(v["evidence"]) if v["evidence"] is not None else [],
+                    judge_version=programmatic_version(),
                 )
                 for c, v in decided
             ],
             update_conflicts=True,
             unique_fields=["trajectory_hash", "criterion_hash", "judge_config"],
-            update_fields=["status", "met", "rationale", "evidence"],
+            update_fields=["status", "met", "rationale", "evidence", "judge_version"],
         )
         for (c, _), row in zip(decided, stored, strict=True):
             found[c.content_hash] = _row_dict(c, row)
@@ -441,11 +442,31 @@ def _key_uuid(key: str) -> uuid.UUID:
         return uuid.uuid5(uuid.NAMESPACE_URL, f"corecraft-criterion:{key}")
 
 
+# The code a programmatic verdict depends on (besides the criterion and the trajectory): a cached verdict decided
+# by other code is stale and is decided again.
+PROGRAMMATIC_CODE_PATHS = (
+    "rubrics_app/programmatic.py",
+    "rubrics_app/answer_facts.py",
+    "rubrics_app/patterns.py",
+    "rubrics_app/criteria.py",
+)
+
+
+def programmatic_version() -> str:
+    """The programmatic judge's code version (a sha256 of ``PROGRAMMATIC_CODE_PATHS``)."""
+    from corecraft_site.code_version import code_version
+
+    return code_version(PROGRAMMATIC_CODE_PATHS)
+
+
 def _cached(digest: str, hashes: set[str]) -> dict[str, Verdict]:
     return {
         v.criterion_hash: v
         for v in Verdict.objects.filter(
-            trajectory_hash=digest, judge_config__isnull=True, criterion_hash__in=hashes
+            trajectory_hash=digest,
+            judge_config__isnull=True,
+            criterion_hash__in=hashes,
+            judge_version=programmatic_version(),
         ).exclude(status=VerdictStatus.ERROR)
     }
 

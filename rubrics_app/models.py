@@ -94,7 +94,8 @@ class VerdictStatus(models.TextChoices):
 class Verdict(models.Model):
     """A decision on one criterion for one trajectory; also the judge's cache.
 
-    Keyed by (trajectory hash, criterion content hash, judge config); ``judge_config`` empty = programmatic.
+    Keyed by (trajectory hash, criterion content hash, judge config); ``judge_config`` empty = programmatic, and
+    then ``judge_version`` says which code decided it (a change to the programmatic judge re-decides it).
     """
 
     trajectory_hash = models.CharField(max_length=64)
@@ -109,6 +110,13 @@ class Verdict(models.Model):
     evidence = models.JSONField(default=list, blank=True)
     samples = models.JSONField(default=list, blank=True, help_text="Each judge sample's raw verdict.")
     agreement = models.FloatField(null=True, blank=True, help_text="Share of samples agreeing with the majority.")
+    judge_version = models.CharField(
+        max_length=64,
+        blank=True,
+        default="",
+        help_text="Programmatic verdicts: the programmatic judge's code version that decided it "
+        "(rubrics_app.judgement.PROGRAMMATIC_VERSION); a row of another version is stale and decided again",
+    )
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:

@@ -498,10 +498,19 @@ def _id_set_verdict(criterion, spec: ResponseSpec, answer: str) -> dict:
 
 
 def _claim_verdict(criterion, spec: ResponseSpec, answer: str) -> dict:
-    prose = answer_facts.masked(answer)
+    prose, unreadable = answer_facts.readable(answer)
+    if unreadable:  # a reply that sprays values commits to none of its statements: no claim is read, either way
+        return _verdict(criterion, NOT_MET, unreadable, {"affirmed": [], "negated": 0})
     matches = pattern_finditer(spec.value, prose, ignore_case=not spec.case_sensitive)
-    affirmed = [m for m in matches if not answer_facts.negated(prose, m.start(), m.end())]
-    negated = len(matches) - len(affirmed)
+    # Naming every option never earns a claim, nor escapes a forbidden one: a list of alternatives counts for
+    # not_affirms (the reply does say it) and not for affirms (it commits to none of them).
+    stated = (
+        matches
+        if spec.op == "not_affirms"
+        else [m for m in matches if not answer_facts.in_word_list(prose, m.start(), m.end())]
+    )
+    affirmed = [m for m in stated if not answer_facts.negated(prose, m.start(), m.end())]
+    negated = len(stated) - len(affirmed)
     claim = f"/{spec.value}/"
     if affirmed:
         why = f"the answer claims {claim}: {affirmed[0].group(0)!r}"

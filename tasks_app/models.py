@@ -426,7 +426,8 @@ class TaskCalibration(models.Model):
 class RubricGate(models.Model):
     """The gate's result for one task version on one snapshot: the reference passes, no must-fail red-team policy
     passes, every must-pass one does (``tasks_app.red_team``). Computed once and kept: approving, loading the
-    library and building releases read it; a calibration run with the red_team policy refreshes it."""
+    library and building releases read it; a calibration run with the red_team policy refreshes it. A row whose
+    ``gate_key`` is not the version's current one (the gate's code changed) is stale and computed again."""
 
     version = models.ForeignKey(TaskVersion, on_delete=models.CASCADE, related_name="gates")
     snapshot = models.ForeignKey("world_app.WorldSnapshot", on_delete=models.CASCADE, related_name="+")
@@ -435,7 +436,11 @@ class RubricGate(models.Model):
     over_specified = models.JSONField(default=list, blank=True, help_text="[{policy, why, criteria}]")
     passes = models.BooleanField(db_index=True)
     policies = models.JSONField(default=list, blank=True, help_text="[{key, expect, passed, partial_reward}]")
-    criteria_hash = models.CharField(max_length=64, help_text="What was judged: the criteria's content hashes")
+    gate_key = models.CharField(
+        max_length=64,
+        help_text="sha256 of what the result was computed for: the version's instruction, criteria and reference "
+        "solution, the snapshot and the gate's code (tasks_app.services.gates.gate_key); another key = stale",
+    )
     source = models.CharField(max_length=100, help_text="'red team check' or 'calibration run N'")
     computed_at = models.DateTimeField(auto_now=True)
 

@@ -694,25 +694,45 @@ class SnapshotReplay:
         return [_unmet_of(j) for j in judgements], errors
 
 
-_SHARED_REPLAY: ContextVar[SnapshotReplay | None] = ContextVar("shared_snapshot_replay", default=None)
+class _SharedReplay:
+    """A ``SnapshotReplay`` opened on first use (a block that never needs it opens no scratch world)."""
+
+    def __init__(self, snapshot):
+        self.snapshot = snapshot
+        self.replay: SnapshotReplay | None = None
+
+    def get(self) -> SnapshotReplay:
+        if self.replay is None:
+            self.replay = SnapshotReplay(self.snapshot).__enter__()
+        return self.replay
+
+    def close(self, *exc) -> None:
+        if self.replay is not None:
+            self.replay.__exit__(*exc)
+            self.replay = None
+
+
+_SHARED_REPLAY: ContextVar[_SharedReplay | None] = ContextVar("shared_snapshot_replay", default=None)
 
 
 @contextmanager
-def shared_replay(snapshot) -> Iterator[SnapshotReplay]:
-    """A ``SnapshotReplay`` of ``snapshot`` that ``shared_replay_for`` hands out inside the block: checking many task
-    versions of one snapshot (planning a red-team run, loading a library) opens one scratch world, not one each."""
-    with SnapshotReplay(snapshot) as replay:
-        token = _SHARED_REPLAY.set(replay)
-        try:
-            yield replay
-        finally:
-            _SHARED_REPLAY.reset(token)
+def shared_replay(snapshot) -> Iterator[None]:
+    """Inside the block ``shared_replay_for`` hands out one ``SnapshotReplay`` of ``snapshot``, opened on first use:
+    checking many task versions of one snapshot (planning a red-team run, loading a library) opens one scratch
+    world, not one each, and none when nothing needs one."""
+    shared = _SharedReplay(snapshot)
+    token = _SHARED_REPLAY.set(shared)
+    try:
+        yield
+    finally:
+        _SHARED_REPLAY.reset(token)
+        shared.close(None, None, None)
 
 
 def shared_replay_for(snapshot_id: int) -> SnapshotReplay | None:
     """The shared replay of the enclosing ``shared_replay`` block when it is of that snapshot."""
-    replay = _SHARED_REPLAY.get()
-    return replay if replay is not None and replay.snapshot.pk == snapshot_id else None
+    shared = _SHARED_REPLAY.get()
+    return shared.get() if shared is not None and shared.snapshot.pk == snapshot_id else None
 
 
 def rubric_check(

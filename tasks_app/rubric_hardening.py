@@ -18,8 +18,13 @@ alternative would fail is not made, and the old criterion stays. What it does:
   ``not_called`` criterion on a write tool of a read-only task is replaced by it;
 - every task gets a required reply-format criterion (``prose``) and a required "saw" criterion on the ids the
   answer names from tool results (facts the agent looked up, not echoed from the instruction);
+- a ``contains`` / ``regex`` criterion on a money amount ("227.79") becomes ``amount`` bound to its subject, as a
+  ``number`` one does (the amount anywhere, a dump's included, met it);
 - weights: the answer's facts (the new ops) and its format carry at least ``FACT_SHARE`` of the programmatic
-  weight, so an answer that only repeats the reference's calls loses that much reward.
+  weight, so an answer that only repeats the reference's calls loses that much reward; and the *guards*, the
+  criteria a trajectory that does nothing meets (no other changes, a tool not called, a row that must not
+  exist), carry at most ``GUARD_SHARE`` of it: they stay required, so a trajectory that breaks one fails, but
+  partial reward measures progress on the task's point, and doing nothing is none.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from rubrics_app import answer_facts
 from rubrics_app.criteria import as_number
 
 FACT_SHARE = 0.45
+GUARD_SHARE = 0.2
 SAW_MAX_IDS = 12
 _FACT_OPS = ("amount", "date", "id_set", "affirms", "not_affirms", "prose")
 _STOP = frozenset({
@@ -131,6 +137,46 @@ def _id_set_criterion(criterion: dict, kind: str, answer: str) -> dict | None:
 
 
 _ID_OR_NUMBER = re.compile(r"^[\s\\$\d.,%?:()|-]*$")
+_MONEY_TEXT = re.compile(r"^\\?\$?\s*(\d{1,3}(?:,\d{3})+|\d+)\\?\.(\d{2})$")
+
+
+_NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+                 "twelve")  # fmt: skip
+_NOUN = re.compile(r"[A-Za-z]{3,}")
+_COUNT_FILLER = frozenset({"the", "and", "for", "more", "than", "only", "exactly", "about", "with", "its", "their"})
+
+
+def _count_criterion(criterion: dict, answer: str) -> dict | None:
+    """A ``number`` criterion on a count ("States the board has 2 slots") as a claim bound to what is counted: the
+    number (or its word) followed, within three words, by the noun the criterion's text puts after it ("2 memory
+    slots", "two slots"); met wherever the reference and its valid alternatives state it."""
+    wanted = as_number(criterion["spec"].get("value"))
+    if wanted is None or wanted != wanted.to_integral_value() or wanted < 0:
+        return None
+    count = int(wanted)
+    text = criterion.get("text", "")
+    found = re.search(rf"(?<![\d.,]){count}(?![\d.,])\s+(.*)", text)
+    nouns = [w.lower() for w in _NOUN.findall(found.group(1))] if found else []
+    nouns = [w for w in nouns if w not in _COUNT_FILLER][:1]
+    if not nouns:
+        return None
+    noun = nouns[0].removesuffix("s") if len(nouns[0]) > 3 else nouns[0]
+    spelled = f"|{_NUMBER_WORDS[count]}" if count < len(_NUMBER_WORDS) else ""
+    pattern = rf"(?<![\d.,])(?:{count}{spelled})(?![\d.,])\s+(?:[\w-]+\s+){{0,3}}?{re.escape(noun)}(?:e?s)?\b"
+    new = copy.deepcopy(criterion)
+    new["spec"] = {"op": "affirms", "value": pattern}
+    return new if _met_everywhere(new, _variants(answer)) else None
+
+
+def _money_text_criterion(criterion: dict, answer: str) -> dict | None:
+    """A ``contains`` / ``regex`` on one money amount ("227.79", "\\$227\\.79") as ``amount`` bound to a subject."""
+    value = criterion["spec"].get("value")
+    match = _MONEY_TEXT.match(value.strip()) if isinstance(value, str) else None
+    if match is None:
+        return None
+    amount = f"{match.group(1).replace(',', '')}.{match.group(2)}"
+    as_number = {**criterion, "spec": {"op": "number", "value": amount, "tolerance": 0.01}}
+    return _amount_criterion(as_number, answer)
 
 
 _ISO_IN_PATTERN = re.compile(r"(?<![\d-])(\d{4})-(\d{2})-(\d{2})(?![\d-])")
@@ -267,7 +313,7 @@ def criteria_harden(*, criteria: list[dict], instruction: str, solution: dict, r
         kind, spec = criterion["kind"], criterion.get("spec") or {}
         new = None
         if kind == "response" and spec.get("op") == "number":
-            new = _amount_criterion(criterion, answer)
+            new = _amount_criterion(criterion, answer) or _count_criterion(criterion, answer)
         elif kind == "response" and spec.get("op") == "contains" and _id_kind(spec.get("value")):
             id_kind = _id_kind(spec["value"])
             if id_kind in id_sets:  # one set per kind: this id is in it already
@@ -279,7 +325,11 @@ def criteria_harden(*, criteria: list[dict], instruction: str, solution: dict, r
             if new is not None:
                 id_sets[id_kind] = len(out)
         elif kind == "response" and spec.get("op") in ("regex", "contains"):
-            new = _date_criterion(criterion, answer) or _claim_criterion(criterion, answer)
+            new = (
+                _money_text_criterion(criterion, answer)
+                or _date_criterion(criterion, answer)
+                or _claim_criterion(criterion, answer)
+            )
         elif kind == "tool_call" and "offset" in (spec.get("arguments") or {}):
             new = _paging_criterion(criterion, calls, results)
         elif (
@@ -311,7 +361,37 @@ def criteria_harden(*, criteria: list[dict], instruction: str, solution: dict, r
         out.append({"kind": "tool_call", "text": "The agent saw, in tool results, the records its answer names: "
                     + ", ".join(seen), "spec": {"expect": "saw", "ids": seen}, "weight": 1,
                     "category": "completeness", "required": True})  # fmt: skip
-    return _weighted(out)
+    return _guards_weighted(_weighted(out))
+
+
+def criteria_reharden(*, criteria: list[dict], instruction: str, solution: dict) -> list[dict]:
+    """``criteria_harden`` again on a rubric already hardened (the starter files): the conversions and weights
+    that need only the reference answer (what needs the results and the diff was added the first time)."""
+    return criteria_harden(criteria=criteria, instruction=instruction, solution=solution, results=[], diff={})
+
+
+def is_guard(criterion: dict) -> bool:
+    """A criterion that a trajectory doing nothing meets: no other changes, a tool not called, a row that must
+    not exist (a count of at most 0)."""
+    spec = criterion.get("spec") or {}
+    if criterion["kind"] == "state":
+        if spec.get("op") == "only_changes":
+            return True
+        return spec.get("op") in ("count_eq", "count_lte") and as_number(spec.get("value")) == 0
+    return criterion["kind"] == "tool_call" and spec.get("expect") == "not_called"
+
+
+def _guards_weighted(criteria: list[dict]) -> list[dict]:
+    """Scale the guards' weights down until they carry at most ``GUARD_SHARE`` of the programmatic weight."""
+    guards = [c for c in criteria if is_guard(c)]
+    rest = sum(c.get("weight", 1) for c in criteria if c["kind"] != "llm" and not is_guard(c))
+    held = sum(c.get("weight", 1) for c in guards)
+    if not guards or not rest or held <= GUARD_SHARE * (held + rest) + 1e-9:
+        return criteria
+    factor = GUARD_SHARE * rest / ((1 - GUARD_SHARE) * held)
+    for c in guards:
+        c["weight"] = max(0.1, int(c.get("weight", 1) * factor * 10) / 10)
+    return criteria
 
 
 def _decided_columns(model_name: str) -> set[str]:

@@ -1,22 +1,86 @@
 """The gate a task version passes before approval: its reference passes on its snapshot, no must-fail red-team
 policy passes, and every must-pass policy does (``tasks_app.red_team``).
 
-The result is stored once per (version, snapshot) in ``RubricGate``, with a hash of the criteria it judged: a
-version's criteria never change after it is made, so the stored gate is reused by approving, loading the library
-and building releases; a calibration run with the ``red_team`` policy refreshes it from its rollouts (judged in
-real episodes). ``gate_checklist`` is what the reviewer sees.
+The result is stored once per version and snapshot in ``RubricGate`` under its **gate key** (``gate_key``): a
+sha256 of everything the result depends on, namely the version's instruction, criteria (content hashes) and
+reference solution, the snapshot's content checksum, schema fingerprint and clock, and the gate's own code
+(``gate_code_version``: the sources of the red team, the judge and the tools). A stored result whose key is not
+the current one (the code changed since, say) is stale: it is computed again, never trusted. Approving, loading
+the library and building releases read it; a calibration run with the ``red_team`` policy refreshes it from its
+rollouts (judged in real episodes).
+
+The starter library ships its gates precomputed (``tasks_app/fixtures/library_gates.json``, written by
+``manage.py library_gates --write``) so that ``make demo`` approves through the gate without playing the red
+team on every task: an entry is used only under its key (content addressed), so an entry that no longer matches
+its task, snapshot or code is simply not found and the gate is computed (ADR 0005). ``gate_checklist`` is what
+the reviewer sees.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+import json
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from datetime import UTC
+from pathlib import Path
 from typing import Any
 
 from django.db import transaction
 
 from tasks_app.models import RubricGate, TaskVersion
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+# The sources a gate's result depends on (besides the task and the snapshot): the red team's policies, the judge
+# that scores them, and the tools whose results the policies replay. Editing any of them makes every stored gate
+# stale. Directories mean every .py file under them.
+GATE_CODE_PATHS = (
+    "tasks_app/red_team.py",
+    "tasks_app/perturbations.py",
+    "rubrics_app/judgement.py",
+    "rubrics_app/programmatic.py",
+    "rubrics_app/answer_facts.py",
+    "rubrics_app/patterns.py",
+    "rubrics_app/criteria.py",
+    "world_app/tools",
+    "world_app/policies.py",
+    "world_app/episodes/diff.py",
+)
+LIBRARY_GATES_FILE = ROOT / "tasks_app" / "fixtures" / "library_gates.json"
+LIBRARY_GATES_FORMAT = 1
+
+
+def gate_code_version() -> str:
+    """sha256 over the gate's code (``GATE_CODE_PATHS``: each file's path and bytes, in path order)."""
+    from corecraft_site.code_version import code_version
+
+    return code_version(GATE_CODE_PATHS)
+
+
+def snapshot_identity(snapshot) -> str:
+    """What the red team's replay of a snapshot depends on: its content, schema and clock (not the image's bytes,
+    which differ between two publications of the same world)."""
+    now = snapshot.world_now.astimezone(UTC).isoformat()
+    return f"{snapshot.content_checksum}:{snapshot.schema_fingerprint}:{now}"
+
+
+def gate_key_of(*, instruction: str, criteria_hashes: Iterable[str], reference_solution: dict, snapshot) -> str:
+    """The gate key of a task's content on ``snapshot`` under the current gate code (see the module docstring)."""
+    payload = {
+        "code": gate_code_version(),
+        "snapshot": snapshot_identity(snapshot),
+        "instruction": instruction,
+        "criteria": list(criteria_hashes),
+        "reference_solution": reference_solution or {},
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def gate_key(version: TaskVersion) -> str:
+    """The gate key of a task version on its snapshot."""
+    hashes = list(version.criteria.order_by("position").values_list("content_hash", flat=True))
+    return gate_key_of(instruction=version.instruction, criteria_hashes=hashes,
+                       reference_solution=version.reference_solution or {}, snapshot=version.snapshot)  # fmt: skip
 
 
 @contextmanager
@@ -29,16 +93,10 @@ def gate_replay(snapshot) -> Iterator[None]:
         yield
 
 
-def criteria_hash(version: TaskVersion) -> str:
-    """sha256 of the version's criteria content hashes in order (what a gate result was computed for)."""
-    hashes = list(version.criteria.order_by("position").values_list("content_hash", flat=True))
-    return hashlib.sha256("\n".join(hashes).encode()).hexdigest()
-
-
 def rubric_gate_current(version: TaskVersion) -> RubricGate | None:
-    """The stored gate of the version on its snapshot, if it was computed for the version's criteria."""
+    """The stored gate of the version on its snapshot, if it was computed under the current gate key."""
     gate = RubricGate.objects.filter(version=version, snapshot_id=version.snapshot_id).first()
-    if gate is None or gate.criteria_hash != criteria_hash(version):
+    if gate is None or gate.gate_key != gate_key(version):
         return None
     return gate
 
@@ -46,7 +104,7 @@ def rubric_gate_current(version: TaskVersion) -> RubricGate | None:
 @transaction.atomic
 def rubric_gate_store(*, version: TaskVersion, findings: dict[str, Any], source: str) -> RubricGate:
     """Store (or replace) the gate of ``version`` from red-team ``findings``
-    (``{reference_passes, gameable, over_specified, policies}``)."""
+    (``{reference_passes, gameable, over_specified, policies}``), under the version's current gate key."""
     reference_passes = bool(findings.get("reference_passes"))
     gameable = list(findings.get("gameable") or [])
     over_specified = list(findings.get("over_specified") or [])
@@ -59,7 +117,7 @@ def rubric_gate_store(*, version: TaskVersion, findings: dict[str, Any], source:
             "over_specified": over_specified,
             "passes": reference_passes and not gameable and not over_specified,
             "policies": list(findings.get("policies") or []),
-            "criteria_hash": criteria_hash(version),
+            "gate_key": gate_key(version),
             "source": source[:100],
         },
     )
@@ -69,13 +127,11 @@ def rubric_gate_store(*, version: TaskVersion, findings: dict[str, Any], source:
 def rubric_gate_compute(*, version: TaskVersion, replay=None) -> RubricGate:
     """Play the reference and every red-team policy of ``version`` in a scratch world of its snapshot (or in
     ``replay``, a ``SnapshotReplay`` of that snapshot, to check many versions in one) and store the gate."""
-    from tasks_app.perturbations import SnapshotReplay
+    from tasks_app.perturbations import SnapshotReplay, shared_replay_for
     from tasks_app.red_team import red_team_check
 
     criteria = list(version.criteria.order_by("position"))
     solution = version.reference_solution or {}
-    from tasks_app.perturbations import shared_replay_for
-
     replay = replay or shared_replay_for(version.snapshot_id)
     if replay is None:
         with SnapshotReplay(version.snapshot) as scratch:
@@ -87,9 +143,73 @@ def rubric_gate_compute(*, version: TaskVersion, replay=None) -> RubricGate:
     return rubric_gate_store(version=version, findings=report.as_dict(), source="red team check")
 
 
-def rubric_gate_ensure(*, version: TaskVersion, replay=None) -> RubricGate:
-    """The stored gate of the version, computed first when there is none for its criteria."""
-    return rubric_gate_current(version) or rubric_gate_compute(version=version, replay=replay)
+def rubric_gate_ensure(*, version: TaskVersion, replay=None, stored: Mapping[str, dict] | None = None) -> RubricGate:
+    """The stored gate of the version; when there is none under its current key: the entry of ``stored`` (a
+    precomputed gate file's ``gates``, by key) if it has one, else the red team is played (``rubric_gate_compute``)."""
+    current = rubric_gate_current(version)
+    if current is not None:
+        return current
+    if stored:
+        key = gate_key(version)
+        entry = stored.get(key)
+        if entry is not None:
+            return rubric_gate_store(version=version, findings=gate_entry_findings(entry),
+                                     source=f"library gate file ({key[:12]})")  # fmt: skip
+    return rubric_gate_compute(version=version, replay=replay)
+
+
+# --- the precomputed gates of the library (a content-addressed file) -------------------------------------------
+
+
+def gate_entry(findings: dict[str, Any]) -> dict[str, Any]:
+    """A gate file entry from red-team findings: the flags as they are, each policy as [key, expect, passed,
+    partial reward rounded to 4 places]."""
+    return {
+        "reference_passes": bool(findings.get("reference_passes")),
+        "gameable": list(findings.get("gameable") or []),
+        "over_specified": list(findings.get("over_specified") or []),
+        "policies": [
+            [p["key"], p["expect"], bool(p["passed"]),
+             None if p.get("partial_reward") is None else round(float(p["partial_reward"]), 4)]
+            for p in findings.get("policies") or []
+        ],
+    }  # fmt: skip
+
+
+def gate_entry_findings(entry: dict[str, Any]) -> dict[str, Any]:
+    """The findings a gate file entry holds (``rubric_gate_store``'s input)."""
+    return {
+        "reference_passes": entry.get("reference_passes"),
+        "gameable": entry.get("gameable") or [],
+        "over_specified": entry.get("over_specified") or [],
+        "policies": [
+            {"key": k, "expect": e, "passed": p, "partial_reward": r} for k, e, p, r in entry.get("policies") or []
+        ],
+    }
+
+
+def library_gates_read(path: Path | str | None = None) -> dict[str, dict]:
+    """The entries of a gate file by key (``{}`` when there is no file, or it is of another format: then every
+    gate is computed)."""
+    file = Path(path) if path else LIBRARY_GATES_FILE
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("format") != LIBRARY_GATES_FORMAT:
+        return {}
+    gates = data.get("gates")
+    return gates if isinstance(gates, dict) else {}
+
+
+def library_gates_write(entries: Mapping[str, dict], path: Path | str | None = None) -> Path:
+    """Write a gate file: one entry per line (readable diffs), keys sorted, the code version it was made under."""
+    file = Path(path) if path else LIBRARY_GATES_FILE
+    lines = [f"  {json.dumps(key)}: {json.dumps(entries[key], sort_keys=True, separators=(',', ':'))}"
+             for key in sorted(entries)]  # fmt: skip
+    head = json.dumps({"format": LIBRARY_GATES_FORMAT, "gate_code": gate_code_version()}, sort_keys=True)[:-1]
+    file.write_text(head + ', "gates": {\n' + ",\n".join(lines) + "\n}}\n", encoding="utf-8")
+    return file
 
 
 def _causes(causes: list[dict]) -> list[str]:
@@ -134,4 +254,17 @@ def gate_problems(gate: RubricGate) -> str:
     failed = [c for c in gate_checklist(gate) if not c["ok"]]
     return "; ".join(
         f"{c['check']}: no" + (f" ({', '.join(c['details'][:3])})" if c["details"] else "") for c in failed
+    )
+
+
+def findings_problems(findings: dict[str, Any]) -> str:
+    """``gate_problems`` of red-team findings not stored as a gate (the library's gate file)."""
+    from types import SimpleNamespace
+
+    return gate_problems(
+        SimpleNamespace(
+            reference_passes=bool(findings.get("reference_passes")),
+            gameable=list(findings.get("gameable") or []),
+            over_specified=list(findings.get("over_specified") or []),
+        )
     )

@@ -13,7 +13,15 @@ instance (``tasks_app.families``). Loading is idempotent:
   snapshot given (default: the latest), approved again the same way;
 - a task edited in the studio since the library last wrote it, or sent back by a reviewer (changes requested),
   is left alone (``kept`` in the report): a file never overwrites an expert's edit nor approves over a
-  reviewer's objection; a retired task stays retired; a task in review is reported as an error.
+  reviewer's objection; a retired task stays retired; a task a person is reviewing is reported as an error.
+
+Approval goes through the gate, exactly as a reviewer's (``review_approve``; ``tasks_app.services.gates``): a
+version whose gate refuses stays in review, unclaimed, with the gate's reason as the library reviewer's comment
+(``refused`` in the report), until an admin approves it over the gate with a written reason or a later load
+brings a version that passes (the library withdraws its own unclaimed submission to replace it). The gate's
+result is read from the stored gates (``RubricGate``, then the library's precomputed gate file
+``tasks_app/fixtures/library_gates.json``, both under the content-addressed gate key) and computed, in one
+scratch world for the whole load, only where neither has it: a stale or missing entry is never trusted.
 
 The library's two users are system accounts without a usable password: ``corecraft-library`` (author role)
 and ``corecraft-library-review`` (reviewer role); nobody reviews their own task, so it takes two.
@@ -21,9 +29,8 @@ and ``corecraft-library-review`` (reviewer role); nobody reviews their own task,
 
 from __future__ import annotations
 
-import contextlib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,9 +45,15 @@ from django.db import transaction
 from rubrics_app.criteria import criteria_validate, criterion_content_hash
 from tasks_app.models import Difficulty, Task, TaskStatus, TaskType, TaskVersion
 from tasks_app.roles import AUTHOR, REVIEWER
-from tasks_app.services.gates import gate_replay
+from tasks_app.services.gates import (
+    gate_problems,
+    gate_replay,
+    library_gates_read,
+    rubric_gate_current,
+    rubric_gate_ensure,
+)
 from tasks_app.services.reference_solution import reference_solution_validate
-from tasks_app.services.reviews import review_approve, review_claim
+from tasks_app.services.reviews import GateRefused, comment_add, review_approve, review_claim, review_release
 from tasks_app.services.tasks import task_create, task_submit_for_review, task_update
 
 STARTER_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "starter_tasks"
@@ -51,13 +64,10 @@ REQUIRED_FIELDS = ("key", "title", "task_type", "difficulty", "instruction", "cr
 OPTIONAL_FIELDS = ("family", "tags", "reviewer_notes")
 KEY = re.compile(r"^[a-z0-9][a-z0-9_-]{1,150}$")
 APPROVAL_COMMENT = "Library task: its {what} was reviewed in the repository; approved on load ({loaded_by})."
-# Library approvals go through the gate (tasks_app.services.gates) once the library's rubrics pass it (issue 11:
-# the starter library is being migrated onto primitives a dump or a spray cannot meet). Until then a load neither
-# computes nor enforces it (computing it for the demo's 299 tasks would take minutes of `make demo`); the review
-# records a stored gate if any, `calibrate --policy red_team` stores every task's, and releases leave the tasks it
-# flags out.
-LIBRARY_GATE_ENFORCED = False
-
+GATE_REFUSED_COMMENT = (
+    "Not approved on load: the gate refuses this version ({problems}). An admin may approve it over the gate "
+    "with a written reason."
+)
 
 # Who ran the load, for the approval comment ("load_tasks by admin").
 _LOADED_BY: ContextVar[str] = ContextVar("library_loaded_by", default="load_tasks")
@@ -76,22 +86,28 @@ class LoadReport:
     unchanged: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
     approved: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)  # "<key>: <the gate's problems>", left in review
     errors: list[str] = field(default_factory=list)
+    # Where each approval's gate came from: "stored" (RubricGate), "file" (the library's gate file), "computed".
+    gate_sources: dict[str, int] = field(default_factory=dict)
 
     @property
     def total(self) -> int:
         return len(self.created) + len(self.updated) + len(self.unchanged) + len(self.kept)
 
     def merge(self, other: LoadReport) -> LoadReport:
-        for name in ("created", "updated", "unchanged", "kept", "approved", "errors"):
+        for name in ("created", "updated", "unchanged", "kept", "approved", "refused", "errors"):
             getattr(self, name).extend(getattr(other, name))
+        for source, count in other.gate_sources.items():
+            self.gate_sources[source] = self.gate_sources.get(source, 0) + count
         return self
 
     def summary(self) -> str:
+        sources = ", ".join(f"{n} {s}" for s, n in sorted(self.gate_sources.items())) or "none checked"
         return (
             f"{len(self.created)} created, {len(self.updated)} updated, {len(self.unchanged)} unchanged, "
             f"{len(self.kept)} kept (edited in the studio or retired), {len(self.approved)} approved, "
-            f"{len(self.errors)} error(s)"
+            f"{len(self.refused)} left in review by the gate, {len(self.errors)} error(s); gates: {sources}"
         )
 
     def as_dict(self) -> dict:
@@ -101,6 +117,8 @@ class LoadReport:
             "unchanged": len(self.unchanged),
             "kept": len(self.kept),
             "approved": len(self.approved),
+            "refused": list(self.refused),
+            "gate_sources": dict(sorted(self.gate_sources.items())),
             "errors": list(self.errors),
         }
 
@@ -269,29 +287,66 @@ def _version_matches(version: TaskVersion, task: LibraryTask) -> bool:
     return hashes == task.criteria_hashes()
 
 
-def _approve(task: Task, *, author, reviewer, what: str) -> None:
-    task_submit_for_review(task=task, user=author)
+def _gate_ensure(version: TaskVersion, *, stored: Mapping[str, dict], report: LoadReport):
+    current = rubric_gate_current(version)
+    if current is not None:
+        source = "stored"
+    else:
+        current = rubric_gate_ensure(version=version, stored=stored)
+        source = "file" if current.source.startswith("library gate file") else "computed"
+    report.gate_sources[source] = report.gate_sources.get(source, 0) + 1
+    return current
+
+
+def _approve(task: Task, *, author, reviewer, what: str, stored: Mapping[str, dict], report: LoadReport) -> bool:
+    """Submit (unless it is in review already), claim and approve through the gate; a refused gate leaves the
+    task in review, unclaimed, with the reason as a comment (once per gate result). True when approved."""
+    task = Task.objects.select_related("current_version").get(pk=task.pk)
+    if task.status != TaskStatus.IN_REVIEW:
+        task_submit_for_review(task=task, user=author)
     review_claim(task=task, user=reviewer)
-    review_approve(
-        task=task,
-        user=reviewer,
-        comment=APPROVAL_COMMENT.format(what=what, loaded_by=_LOADED_BY.get()),
-        enforce_gate=LIBRARY_GATE_ENFORCED,
-    )
+    gate = _gate_ensure(task.current_version, stored=stored, report=report)
+    try:
+        review_approve(task=task, user=reviewer, comment=APPROVAL_COMMENT.format(what=what, loaded_by=_LOADED_BY.get()))
+    except GateRefused:
+        review_release(task=task, user=reviewer)
+        body = GATE_REFUSED_COMMENT.format(problems=gate_problems(gate))
+        if not task.comments.filter(author=reviewer, version=task.current_version, body=body).exists():
+            comment_add(task=task, user=reviewer, body=body)
+        report.refused.append(f"{task.source_key or task.pk}: {gate_problems(gate)}")
+        return False
+    report.approved.append(task.source_key)
+    return True
+
+
+def _library_held(task: Task, *, author, reviewer) -> bool:
+    """A task in review that only the library holds: its current version is the library's and no person has
+    claimed it (an unclaimed submission, or one the library reviewer's lease still names)."""
+    from django.utils import timezone
+
+    if task.status != TaskStatus.IN_REVIEW or task.current_version is None:
+        return False
+    if task.current_version.created_by_id != author.pk:
+        return False
+    claim_live = task.claimed_by_id is not None and task.claim_expires_at and task.claim_expires_at > timezone.now()
+    return not claim_live or task.claimed_by_id == reviewer.pk
 
 
 @transaction.atomic
 def library_task_upsert(
-    *, task: LibraryTask, author, reviewer, status: str, snapshot, report: LoadReport, what: str
-) -> str:
+    *, task: LibraryTask, author, reviewer, status: str, snapshot, report: LoadReport, what: str,
+    stored: Mapping[str, dict] | None = None,
+) -> str:  # fmt: skip
     """Create, update or leave one library task; returns what was done (created|updated|unchanged|kept)."""
+    stored = stored if stored is not None else {}
+    approve = {"author": author, "reviewer": reviewer, "what": what, "stored": stored, "report": report}
     existing = Task.objects.select_for_update().filter(source_key=task.source_key).first()
     if existing is None:
         created = task_create(user=author, snapshot=snapshot, criteria=task.criteria, **task.fields)
         Task.objects.filter(pk=created.pk).update(source_key=task.source_key)
+        created.source_key = task.source_key
         if status == TaskStatus.APPROVED:
-            _approve(created, author=author, reviewer=reviewer, what=what)
-            report.approved.append(task.source_key)
+            _approve(created, **approve)
         report.created.append(task.source_key)
         return "created"
     current = existing.current_version
@@ -304,14 +359,20 @@ def library_task_upsert(
     ):
         report.kept.append(task.source_key)
         return "kept"
+    held = _library_held(existing, author=author, reviewer=reviewer)
     if ours is not None and _version_matches(ours, task):
-        if status == TaskStatus.APPROVED and existing.status == TaskStatus.DRAFT:
-            _approve(existing, author=author, reviewer=reviewer, what=what)
-            report.approved.append(task.source_key)
+        if status == TaskStatus.APPROVED and (existing.status == TaskStatus.DRAFT or held):
+            # A draft to approve, or a version the gate held back: through the gate again (a stored result under
+            # the current key decides at once; a changed gate code or snapshot computes it anew).
+            _approve(existing, **approve)
         report.unchanged.append(task.source_key)
         return "unchanged"
     if existing.status == TaskStatus.IN_REVIEW:
-        raise ValidationError(f"{task.source_key}: the task is in review; decide the review before reloading it")
+        if not held:
+            raise ValidationError(f"{task.source_key}: the task is in review; decide the review before reloading it")
+        # The library's own submission, held back by the gate and claimed by nobody: withdrawn to be replaced.
+        Task.objects.filter(pk=existing.pk).update(status=TaskStatus.DRAFT, claimed_by=None, claim_expires_at=None)
+        existing.refresh_from_db()
     keys = list(current.criteria.order_by("position").values_list("key", flat=True))
     criteria = [{**c, "key": keys[i]} if i < len(keys) else dict(c) for i, c in enumerate(task.criteria)]
     updated = task_update(
@@ -323,22 +384,30 @@ def library_task_upsert(
         **task.fields,
     )
     if status == TaskStatus.APPROVED and updated.status != TaskStatus.APPROVED:
-        _approve(updated, author=author, reviewer=reviewer, what=what)
-        report.approved.append(task.source_key)
+        _approve(updated, **approve)
     report.updated.append(task.source_key)
     return "updated"
 
 
 def library_tasks_load(
-    tasks: Iterable[LibraryTask], *, status: str = TaskStatus.APPROVED, snapshot=None, what: str = "fixture file"
+    tasks: Iterable[LibraryTask],
+    *,
+    status: str = TaskStatus.APPROVED,
+    snapshot=None,
+    what: str = "fixture file",
+    gates: Mapping[str, dict] | Path | str | None = None,
 ) -> LoadReport:
-    """Load validated library tasks (see the module docstring); a task that fails is reported, the rest load."""
+    """Load validated library tasks (see the module docstring); a task that fails is reported, the rest load.
+
+    ``gates``: precomputed gate results by gate key (a mapping, or a gate file's path; default the library's
+    ``tasks_app/fixtures/library_gates.json``)."""
     if status not in LOAD_STATUSES:
         raise TaskLibraryError(f"status: one of {', '.join(LOAD_STATUSES)}")
     snapshot = library_snapshot(snapshot)
     author, reviewer = library_users_ensure()
     report = LoadReport()
-    with gate_replay(snapshot) if LIBRARY_GATE_ENFORCED else contextlib.nullcontext():
+    stored = gates if isinstance(gates, Mapping) else library_gates_read(gates)
+    with gate_replay(snapshot):
         for task in tasks:
             try:
                 library_task_upsert(
@@ -349,6 +418,7 @@ def library_tasks_load(
                     snapshot=snapshot,
                     report=report,
                     what=what,
+                    stored=stored,
                 )
             except ValidationError as exc:
                 report.errors.extend(
@@ -358,22 +428,87 @@ def library_tasks_load(
 
 
 def task_library_load(
-    *, path: Path | str | None = None, user=None, status: str = TaskStatus.APPROVED, snapshot=None
+    *,
+    path: Path | str | None = None,
+    user=None,
+    status: str = TaskStatus.APPROVED,
+    snapshot=None,
+    gates: Mapping[str, dict] | Path | str | None = None,
 ) -> LoadReport:
     """Load the starter fixture files under ``path`` (default ``tasks_app/fixtures/starter_tasks``).
 
     The tasks are authored by the library's system user (see the module docstring); ``user``, who ran the load,
     is named in the approval comment. Invalid files are reported in ``errors`` (file: field: why) and skipped.
+    ``gates``: see ``library_tasks_load``.
     """
     snapshot = library_snapshot(snapshot)
     tasks, errors = starter_tasks_read(path)
     token = _LOADED_BY.set(f"load_tasks by {user.get_username()}" if user is not None else "load_tasks")
     try:
-        report = library_tasks_load(tasks, status=status, snapshot=snapshot, what="fixture file")
+        report = library_tasks_load(tasks, status=status, snapshot=snapshot, what="fixture file", gates=gates)
     finally:
         _LOADED_BY.reset(token)
     report.errors[:0] = errors
     return report
+
+
+@dataclass
+class LibraryGates:
+    """The gates of the library as ``load_tasks`` loads it (``library_gates_compute``)."""
+
+    entries: dict[str, dict]  # gate key -> gate file entry, the current ones only
+    tasks: int = 0
+    from_file: int = 0
+    computed: int = 0
+    missing: int = 0
+    refused: list[tuple[str, str]] = field(default_factory=list)  # (source key, the gate's problems)
+    reports: list = field(default_factory=list)  # the red team's reports of the gates computed here
+
+
+def library_gates_compute(
+    *, families: int | None = 20, stored: Mapping[str, dict] | None = None, compute: bool = True, snapshot=None
+) -> LibraryGates:
+    """The gate of every starter task and family instance (``families`` per family; None = all) on ``snapshot``
+    (default the latest), under its gate key: from ``stored`` where it holds the key, else (with ``compute``)
+    played by the red team in one scratch world. What ``manage.py library_gates`` writes to the gate file."""
+    from tasks_app.families import families_instantiate
+    from tasks_app.perturbations import SnapshotReplay
+    from tasks_app.red_team import red_team_check
+    from tasks_app.services.gates import findings_problems, gate_entry, gate_entry_findings, gate_key_of
+
+    snapshot = library_snapshot(snapshot)
+    stored = stored or {}
+    tasks, _ = starter_tasks_read()
+    for name, instances in families_instantiate(None, snapshot=snapshot, limit=families).items():
+        for instance in instances:
+            data = {**instance.as_fixture(), "family": name}
+            try:
+                tasks.append(library_task_validate(data, source_key=instance.source_key, where=instance.source_key))
+            except ValidationError:
+                continue  # load_tasks reports it; it has no gate
+    result = LibraryGates(entries={}, tasks=len(tasks))
+    with SnapshotReplay(snapshot) as replay:
+        for task in tasks:
+            solution = task.fields["reference_solution"]
+            key = gate_key_of(instruction=task.fields["instruction"], criteria_hashes=task.criteria_hashes(),
+                              reference_solution=solution, snapshot=snapshot)  # fmt: skip
+            entry = stored.get(key)
+            if entry is not None:
+                result.from_file += 1
+            elif compute:
+                report = red_team_check(criteria=task.criteria, instruction=task.fields["instruction"],
+                                        solution=solution, replay=replay)  # fmt: skip
+                entry = gate_entry(report.as_dict())
+                result.reports.append(report)
+                result.computed += 1
+            else:
+                result.missing += 1
+                continue
+            result.entries[key] = entry
+            findings = gate_entry_findings(entry)
+            if not (findings["reference_passes"] and not findings["gameable"] and not findings["over_specified"]):
+                result.refused.append((task.source_key, findings_problems(findings)))
+    return result
 
 
 # --- statistics (a read) ----------------------------------------------------------------------------------------

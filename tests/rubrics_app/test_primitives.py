@@ -325,3 +325,24 @@ def test_makes_changes_needs_each_change_with_its_decided_values(world):
     verdicts = criteria_evaluate(criteria=[backordered, cancelled, refund], episode=episode, final_answer="")
     assert [v["status"] for v in verdicts] == ["met", "not_met", "not_met"]
     assert "1 new refund (made 0)" in verdicts[2]["rationale"]
+
+
+def test_a_claim_only_named_among_many_alternatives_is_not_made():
+    """A no-call reply lists every status and remedy word: naming them all commits to none ("incompatible" among
+    "compatible, approved, denied, ..."), while a forbidden claim named there still counts as said."""
+    listing = ("Depending on it we can offer: refund, replacement, repair, store credit, exchange, team lead, "
+               "compatible, incompatible, approved, denied.")  # fmt: skip
+    assert says(listing, op="affirms", value="incompatible|not compatible") == "not_met"
+    assert says(listing, op="affirms", value="team lead") == "not_met"
+    assert says(listing, op="not_affirms", value="team lead") == "not_met"
+    assert says("It is incompatible: the board has 2 slots.", op="affirms", value="incompatible") == "met"
+    options = "You can choose a refund, a replacement or store credit."
+    assert says(options, op="affirms", value="replacement") == "met"
+
+
+def test_a_spray_makes_claims_unreadable_too():
+    claim = {"op": "affirms", "value": "restocking fee"}
+    assert says(ANSWER, **claim) == "met"
+    spray = ANSWER + "\n\nRelated records: ord-250906-001, cus-00012, li-250906-001-2, prd-00031.\nAmounts: $1.00."
+    assert says(spray, **claim) == "not_met"
+    assert says(spray, op="not_affirms", value="full refund") == "not_met"

@@ -147,3 +147,32 @@ def test_the_answers_facts_carry_their_share_of_the_weight():
     facts = sum(c["weight"] for c in out if c["kind"] == "response")
     total = sum(c["weight"] for c in out if c["kind"] != "llm")
     assert facts / total >= FACT_SHARE - 0.01
+
+
+def test_a_number_on_a_count_or_a_money_text_is_bound_to_what_it_counts():
+    answer = (
+        "It won't work: the kit has 4 modules but the Mini-ITX board has only 2 memory slots. Your refund is $227.79."
+    )
+    count = criterion("response", "States the board has 2 slots", {"op": "number", "value": 2, "tolerance": 0})
+    money = criterion("response", "Names the refund amount", {"op": "contains", "value": "227.79"})
+    out = harden([count, money], answer=answer, diff={"created": [], "updated": []}, calls=[], results=[])
+    (slots,) = [c for c in out if c["text"] == "States the board has 2 slots"]
+    assert slots["spec"]["op"] == "affirms"
+    assert passes([slots], answer) and passes([slots], "The board has two slots, the kit 4 modules.")
+    assert not passes([slots], "Order 2 arrives on 2025-09-16; the kit has 4 modules and the board 6 slots.")
+    (refund,) = [c for c in out if c["text"] == "Names the refund amount"]
+    assert refund["spec"]["op"] == "amount" and refund["spec"]["subject"] == r"\brefund"
+    assert not passes([refund], "Order total $227.79. Your refund is $100.00.")
+
+
+def test_guards_stay_required_but_carry_at_most_their_share_of_the_weight():
+    from tasks_app.rubric_hardening import GUARD_SHARE, is_guard
+
+    out = harden([criterion("response", "Says it was opened", {"op": "regex", "value": "opened"}),
+                  criterion("tool_call", "No cancellation", {"tool": "update_order_status", "expect": "not_called"},
+                            weight=5)])  # fmt: skip
+    guards = [c for c in out if is_guard(c)]
+    assert {c["spec"].get("op") or c["spec"].get("expect") for c in guards} == {"only_changes", "not_called"}
+    assert all(c["required"] for c in guards)
+    total = sum(c["weight"] for c in out if c["kind"] != "llm")
+    assert sum(c["weight"] for c in guards) / total <= GUARD_SHARE + 1e-9

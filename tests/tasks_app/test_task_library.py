@@ -63,6 +63,19 @@ def snapshot():
     return WorldSnapshotFactory()
 
 
+@pytest.fixture(autouse=True)
+def red_team_passes(monkeypatch, request):
+    """The snapshot of these tests is no real world, so the loader tests that are not about the gate arrange the red
+    team's result as passing (as the review tests do with ``gate_stored``); the gate's own tests below, marked
+    ``real_gate``, read a gate file or play the real red team."""
+    if "real_gate" in request.keywords:
+        return
+    from tasks_app.services import gates
+    from tests.tasks_app.factories import gate_stored
+
+    monkeypatch.setattr(gates, "rubric_gate_compute", lambda *, version, replay=None: gate_stored(version))
+
+
 def test_loads_a_file_as_an_approved_task_with_an_honest_history(tmp_path, snapshot):
     write(tmp_path, TASK)
     report = task_library_load(path=tmp_path, snapshot=snapshot)
@@ -217,3 +230,101 @@ def test_a_task_sent_back_by_a_reviewer_is_not_approved_over_the_objection(tmp_p
     assert report.kept == ["starter:where-is-order-017"] and not report.approved
     task.refresh_from_db()
     assert task.status == TaskStatus.CHANGES_REQUESTED
+
+
+# --- the gate on load ------------------------------------------------------------------------------------------
+
+
+def gate_file_entries(path: Path, snapshot, *, passes: bool) -> dict:
+    """A gate file's entries for the tasks under ``path`` on ``snapshot``, under their keys."""
+    from tasks_app.services.gates import gate_entry, gate_key_of
+    from tasks_app.services.task_library import starter_tasks_read
+
+    gameable = [] if passes else [{"policy": "dump", "why": "passes: no required criterion fails it",
+                                   "criteria": ["Gives the tracking number."]}]  # fmt: skip
+    entry = gate_entry({"reference_passes": True, "gameable": gameable, "over_specified": [],
+                        "policies": [{"key": "dump", "expect": "must_fail", "passed": not passes,
+                                      "partial_reward": 1.0}]})  # fmt: skip
+    tasks, _ = starter_tasks_read(path)
+    return {gate_key_of(instruction=t.fields["instruction"], criteria_hashes=t.criteria_hashes(),
+                        reference_solution=t.fields["reference_solution"], snapshot=snapshot): entry
+            for t in tasks}  # fmt: skip
+
+
+@pytest.mark.real_gate
+def test_a_version_the_gate_refuses_stays_in_review_with_the_reason_until_an_admin_approves_over_it(tmp_path, snapshot):
+    from tasks_app.services.gates import rubric_gate_current
+    from tasks_app.services.reviews import review_approve, review_claim
+
+    write(tmp_path, TASK)
+    refusing = gate_file_entries(tmp_path, snapshot, passes=False)
+    report = task_library_load(path=tmp_path, snapshot=snapshot, gates=refusing)
+    assert report.created == ["starter:where-is-order-017"] and not report.approved and not report.errors
+    assert report.refused and "dump: passes" in report.refused[0]
+    assert report.gate_sources == {"file": 1}
+    task = Task.objects.get(source_key="starter:where-is-order-017")
+    assert task.status == TaskStatus.IN_REVIEW and task.claimed_by is None
+    gate = rubric_gate_current(task.current_version)
+    assert gate is not None and not gate.passes and gate.source.startswith("library gate file")
+    (comment,) = task.comments.all()
+    assert comment.author.username == LIBRARY_REVIEWER and "the gate refuses this version" in comment.body
+    assert not Review.objects.filter(task=task).exists()
+
+    again = task_library_load(path=tmp_path, snapshot=snapshot, gates=refusing)
+    assert again.unchanged == ["starter:where-is-order-017"] and again.refused and not again.approved
+    assert again.gate_sources == {"stored": 1} and task.comments.count() == 1
+
+    expert = admin()
+    review_claim(task=task, user=expert)
+    review = review_approve(task=task, user=expert, override_reason="Kept for the demo: the dump is a known gap.")
+    assert review.gate_override_reason and review.gate["passes"] is False
+    third = task_library_load(path=tmp_path, snapshot=snapshot, gates=refusing)
+    assert third.unchanged == ["starter:where-is-order-017"] and not third.refused
+    task.refresh_from_db()
+    assert task.status == TaskStatus.APPROVED
+
+
+@pytest.mark.real_gate
+def test_a_changed_file_replaces_the_version_the_gate_held_back(tmp_path, snapshot):
+    path = write(tmp_path, TASK)
+    task_library_load(path=tmp_path, snapshot=snapshot, gates=gate_file_entries(tmp_path, snapshot, passes=False))
+    fixed = {**TASK, "criteria": [{**TASK["criteria"][0], "weight": 3}, TASK["criteria"][1]]}
+    path.write_text(yaml.safe_dump(fixed))
+    report = task_library_load(path=tmp_path, snapshot=snapshot,
+                               gates=gate_file_entries(tmp_path, snapshot, passes=True))  # fmt: skip
+    assert report.updated == ["starter:where-is-order-017"] and report.approved == report.updated
+    task = Task.objects.get(source_key="starter:where-is-order-017")
+    assert task.status == TaskStatus.APPROVED and task.current_version.number == 2
+
+
+@pytest.mark.real_gate
+@pytest.mark.django_db(databases=["default", "episode"])
+def test_a_stale_or_foreign_gate_is_computed_again_never_trusted(tmp_path, seeded_world):
+    """An entry of the gate file under another key (another snapshot, another gate code) is never looked up, and a
+    stored gate whose key is not the version's current one is stale: the real red team decides, and refuses a
+    task a no-call reply passes."""
+    from tasks_app.services.gates import gate_entry, gate_key, rubric_gate_current
+    from tasks_app.services.task_library import starter_tasks_read
+    from world_app.snapshots import snapshot_publish
+
+    snapshot = snapshot_publish(note="library gate")
+    weak = {**TASK, "key": "weak-warranty", "instruction": "A customer asks about the warranty on their GPU.",
+            "criteria": [{"kind": "response", "text": "Mentions the warranty", "spec": {"op": "contains",
+                          "value": "warranty"}, "weight": 1, "category": "correctness", "required": True}],
+            "reference_solution": {"calls": [], "final_answer": "Your GPU has a 3-year warranty."}}  # fmt: skip
+    write(tmp_path, weak)
+    (task,), _ = starter_tasks_read(tmp_path)
+    passing = gate_entry({"reference_passes": True, "gameable": [], "over_specified": [], "policies": []})
+    foreign = {"0" * 64: passing, "f" * 64: passing}
+    report = task_library_load(path=tmp_path, snapshot=snapshot, gates=foreign)
+    assert report.gate_sources == {"computed": 1} and report.refused and not report.approved
+    loaded = Task.objects.get(source_key="starter:weak-warranty")
+    gate = rubric_gate_current(loaded.current_version)
+    assert gate.source == "red team check" and "no_call" in {c["policy"] for c in gate.gameable}
+    # A stored result under another key (as if the gate's code had changed since) is stale.
+    type(gate).objects.filter(pk=gate.pk).update(gate_key="e" * 64, passes=True)
+    assert rubric_gate_current(loaded.current_version) is None
+    assert gate_key(loaded.current_version) != "e" * 64
+    assert task.criteria_hashes() == list(
+        loaded.current_version.criteria.order_by("position").values_list("content_hash", flat=True)
+    )
