@@ -14,7 +14,7 @@ reviewer who is also an admin (so every list shows everything it may):
 - the look-ups of the live world (``world:lookup``, full-text search as one types: orders by product name and a
   remembered date, tickets by words of their text, customers by name or phone, products, the knowledge base) and
   an order's entity page (``world:entity``), over the world the database holds (``--world-scale`` when it seeds
-  one; scale 10 is the look-ups' target);
+  one; scale 10 is the look-ups' target), and the RL lead's dashboard (``dashboard``);
 - first alone (``idle``), then while another process hammers other pages (My work, the home page, filtered
   queue pages, diffs) with several threads (``loaded``); the loaded/idle ratio says what the load costs.
 
@@ -541,6 +541,11 @@ def main() -> None:
     pages["look-ups htmx"] = [f"{path}&hx=1" for path in lookups]
     orders = list(Order.objects.order_by("?").values_list("pk", flat=True)[:20])
     pages["order page"] = [reverse("world:entity", args=["order", pk]) for pk in orders]
+    dashboard = url_or_none("dashboard")
+    if dashboard:
+        pages["dashboard"] = [dashboard]
+    else:
+        missing.append("dashboard (not installed)")
     load_paths = [
         reverse("review:mine"),
         reverse("home"),

@@ -162,6 +162,12 @@ def test_find_write_review_fix_approve_release_by_keyboard(page, screenshot, liv
     page.goto(f"/tasks/{task.pk}/edit/")
     expect(page.locator("#criterion-c0 .review-comments")).to_contain_text("Name the exact model: Compact 8GB.")
     screenshot("daily_loop_editor_comment")
+    overflowing = page.evaluate(
+        """() => [...document.querySelectorAll('.criterion input, .criterion select, .criterion textarea')]
+            .filter(e => e.getBoundingClientRect().right > e.closest('.criterion').getBoundingClientRect().right + 1)
+            .map(e => e.id)"""
+    )
+    assert overflowing == []  # every value box stays inside its criterion's card
     page.locator("#id_c0-response_value").fill("Nyra NX 4060 Compact 8GB")
     page.locator("#id_c0-response_value").press("Tab")
     settle(page)
