@@ -31,8 +31,8 @@ MESSAGES = (
     "order totals for me. Finance wants the exposure figure today.",
     "Can you audit the{status} orders that contain product {product_id} ({product})? Give me every order id and "
     "the total value of all of them together.",
-    "For a supplier claim on the {product}, I need each{status} order that has it (ids only) plus the sum of "
-    "those orders' totals. Please make sure none are missed.",
+    "For a supplier claim on the {product} (SKU {sku}), I need each{status} order that has it (ids only) plus the "
+    "sum of those orders' totals. Please make sure none are missed.",
 )
 
 
