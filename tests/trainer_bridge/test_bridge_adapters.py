@@ -19,6 +19,7 @@ from tests.trainer_bridge.trainer_fixtures import GOOD_ANSWER, trainer_world_mak
 from trainer_bridge import trl_env, verl_agent
 from trainer_bridge.client import BatchResult, CorecraftClient, EpisodeOpened, Reward, ToolOutcome
 from trainer_bridge.configs import build
+from world_app.contract import compact_tools
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "trainer_bridge" / "configs"
@@ -123,8 +124,11 @@ def test_the_grpo_configs_follow_the_paper():
     reward_fn = verl["reward"]["custom_reward_function"]
     assert reward_fn == {"path": "pkg://trainer_bridge.verl_agent", "name": "compute_score"}
     assert callable(verl_agent.compute_score)
-    # Lengths that fit the 23 tool schemas (~10.5k tokens with a BPE tokenizer, ~4 characters a token).
-    schema_tokens = len(json.dumps(json.loads(build.tool_schemas_text()))) / 4
+    # Lengths that fit the 23 tool schemas in the rendering the config names (~4 characters a BPE token).
+    tools = json.loads(build.tool_schemas_text())
+    if verl["corecraft"]["tool_format"] == "compact":
+        tools = compact_tools(tools)
+    schema_tokens = len(json.dumps(tools)) / 4
     assert verl["data"]["max_prompt_length"] == rollout["prompt_length"] >= schema_tokens + 2048
 
 
