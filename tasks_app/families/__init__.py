@@ -17,6 +17,9 @@ from tasks_app.families.cancellation import OrderCancellationFamily
 from tasks_app.families.compatibility import BuildPartSwapFamily
 from tasks_app.families.loyalty import LoyaltyQuoteFamily
 from tasks_app.families.paging import ProductOrderAuditFamily
+from tasks_app.families.period_audit import PeriodOrderAuditFamily
+from tasks_app.families.recall import RecallNoticeFamily
+from tasks_app.families.return_lookup import ReturnLookupFamily
 from tasks_app.families.returns import ReturnRequestFamily
 from tasks_app.families.shipping import ShipmentStatusFamily
 from tasks_app.families.warranty import WarrantyClaimFamily
@@ -31,6 +34,9 @@ FAMILIES: dict[str, Family] = {
         ShipmentStatusFamily(),
         ProductOrderAuditFamily(),
         OrderCancellationFamily(),
+        PeriodOrderAuditFamily(),
+        RecallNoticeFamily(),
+        ReturnLookupFamily(),
     )
 }
 

@@ -14,7 +14,6 @@ world rather than the oldest rows first), phrasings are chosen by a hash of the 
 from __future__ import annotations
 
 import hashlib
-import itertools
 import math
 import re
 from collections.abc import Iterable, Iterator, Sequence
@@ -120,10 +119,9 @@ class Family:
         return self.entity_ids(candidate)
 
     def instances(self, *, limit: int | None = None) -> Iterator[FamilyInstance]:
-        """Up to ``limit`` instances (default: all), hardened."""
+        """Up to ``limit`` instances (default: all), branches balanced (``branches_balanced``), hardened."""
         sim = Simulator()
-        built = self._built(sim)
-        for instance in itertools.islice(built, limit) if limit is not None else built:
+        for instance in branches_balanced(self._built(sim), limit=limit):
             yield instance_hardened(instance, sim)
 
     def _built(self, sim: Simulator) -> Iterator[FamilyInstance]:

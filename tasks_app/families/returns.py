@@ -1,9 +1,10 @@
 """A return within or outside the 30-day window, with the restocking fee on opened items.
 
-Selector: one line per delivered, fulfilled order with money captured and no refund yet (the most expensive
-line). Policy (``world_app.policies``): returns within ``RETURN_WINDOW_DAYS`` of delivery; opened,
-non-defective items pay ``RESTOCKING_FEE_PCT`` percent (cables and accessories exempt); shipping is not
-refunded. Inside the window the reference refunds the line (the amount is what ``create_refund`` computes);
+Selector: the lines of delivered, fulfilled orders with money captured and no refund yet (all but the second
+most expensive, which the ``return_lookup`` family asks about), one per customer and product. Policy
+(``world_app.policies``): returns within ``RETURN_WINDOW_DAYS`` of delivery (the agent's judgement: the refund tool
+does not refuse a late return); opened, non-defective items pay ``RESTOCKING_FEE_PCT`` percent (cables and
+accessories exempt); shipping is not refunded. Inside the window the reference refunds the line (the amount is what ``create_refund`` computes);
 outside it nothing is refunded and the reply gives the window's last day. Refunds over the approval limit are
 left out (they need a ticket to escalate on: a different task).
 """
@@ -75,9 +76,9 @@ class ReturnRequestFamily(Family):
                 continue
             if any(p.refunds.all() for p in payments):
                 continue
-            lines = list(order.line_items.all())
-            if lines:
-                yield max(lines, key=lambda li: (li.unit_price * li.quantity, li.id))
+            lines = sorted(order.line_items.all(), key=lambda li: (li.unit_price * li.quantity, li.id), reverse=True)
+            # The second most expensive line of an order is the return_lookup family's.
+            yield from (li for index, li in enumerate(lines) if index != 1)
 
     def entity_ids(self, line) -> tuple[str, ...]:
         return (line.id,)
@@ -224,7 +225,12 @@ class ReturnRequestFamily(Family):
             instruction=instruction,
             criteria=criteria,
             reference_solution={"calls": calls, "final_answer": answer},
-            tags=["returns", "restocking-fee" if window.is_open else "return-window", "family"],
+            tags=[
+                "returns",
+                "restocking-fee" if window.is_open else "return-window",
+                "judgement:return-window",
+                "family",
+            ],
             reviewer_notes=(
                 f"Delivered {window.delivered_on.isoformat()}, {window.days_since_delivery} days before "
                 f"{world_today().isoformat()}; window {'open' if window.is_open else 'closed'} (last day "

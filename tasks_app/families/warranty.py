@@ -1,7 +1,7 @@
 """A warranty claim on an order delivered N days ago: in warranty (file it) or out of it (explain, file nothing).
 
-Selector: one line per delivered order (the most expensive product with a warranty), not refunded and without
-a claim yet. The warranty runs from the delivery date for the product's ``warranty_months``
+Selector: every line of a delivered order (one unit of a product with a warranty), not refunded and without a
+claim yet; one per customer and product. The warranty runs from the delivery date for the product's ``warranty_months``
 (``world_app.tools.coverage``); a manufacturing defect within it is approved, an expired warranty is not.
 """
 
@@ -75,13 +75,9 @@ class WarrantyClaimFamily(Family):
         for order in orders:
             if order.status not in ("fulfilled", "partially_refunded"):
                 continue
-            lines = [
-                li
-                for li in order.line_items.all()
-                if li.product.warranty_months > 0 and not li.warranty_claims.all() and li.quantity == 1
-            ]
-            if lines:
-                yield max(lines, key=lambda li: (li.unit_price, li.id))
+            for li in order.line_items.all():
+                if li.product.warranty_months > 0 and not li.warranty_claims.all() and li.quantity == 1:
+                    yield li
 
     def entity_ids(self, line) -> tuple[str, ...]:
         return (line.id,)
