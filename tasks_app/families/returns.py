@@ -4,9 +4,9 @@ Selector: the lines of delivered, fulfilled orders with money captured and no re
 most expensive, which the ``return_lookup`` family asks about), one per customer and product. Policy
 (``world_app.policies``): returns within ``RETURN_WINDOW_DAYS`` of delivery (the agent's judgement: the refund tool
 does not refuse a late return); opened, non-defective items pay ``RESTOCKING_FEE_PCT`` percent (cables and
-accessories exempt); shipping is not refunded. Inside the window the reference refunds the line (the amount is what ``create_refund`` computes);
-outside it nothing is refunded and the reply gives the window's last day. Refunds over the approval limit are
-left out (they need a ticket to escalate on: a different task).
+accessories exempt); shipping is not refunded. Inside the window the reference refunds the line (the amount is
+what ``create_refund`` computes); outside it nothing is refunded and the reply gives the window's last day.
+Refunds over the approval limit are left out (they need a ticket to escalate on: a different task).
 """
 
 from __future__ import annotations
