@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date
@@ -118,23 +119,61 @@ class Family:
         only the first, in hash order, is used. Default: every candidate is distinct."""
         return self.entity_ids(candidate)
 
+    def branch_of(self, candidate: Any) -> str | None:
+        """The branch ``build`` will give ``candidate``, when it is cheap to tell beforehand (None: unknown). Lets
+        the balancing skip building instances of a large branch that it would drop anyway."""
+        return None
+
     def instances(self, *, limit: int | None = None) -> Iterator[FamilyInstance]:
         """Up to ``limit`` instances (default: all), branches balanced (``branches_balanced``), hardened."""
         sim = Simulator()
-        for instance in branches_balanced(self._built(sim), limit=limit):
+        for instance in branches_balanced(self._built(sim, limit=limit), limit=limit):
             yield instance_hardened(instance, sim)
 
-    def _built(self, sim: Simulator) -> Iterator[FamilyInstance]:
+    def _built(self, sim: Simulator, *, limit: int | None = None) -> Iterator[FamilyInstance]:
+        """The built instances, candidates in hash order (one per ``distinct_key``). When every candidate's branch is
+        known beforehand, candidates ``branches_balanced`` would drop are not built: with a limit, those of a branch
+        already at its cap; without, those of the largest branch past what the other branches' instances allow."""
         ordered = sorted(self.candidates(), key=lambda c: stable_hash(self.name, *self.entity_ids(c)))
-        seen = set()
+        seen, distinct = set(), []
         for candidate in ordered:
-            distinct = self.distinct_key(candidate)
-            if distinct in seen:
-                continue
-            seen.add(distinct)
-            instance = self.build(candidate, sim)
-            if instance is not None:
-                yield instance
+            key = self.distinct_key(candidate)
+            if key not in seen:
+                seen.add(key)
+                distinct.append(candidate)
+        branches = [self.branch_of(c) for c in distinct]
+        if any(b is None for b in branches):
+            for candidate in distinct:
+                instance = self.build(candidate, sim)
+                if instance is not None:
+                    yield instance
+            return
+        if limit is not None:
+            cap, made = branch_cap(limit), Counter()
+            for candidate, branch in zip(distinct, branches, strict=True):
+                if made[branch] >= cap:
+                    continue
+                instance = self.build(candidate, sim)
+                if instance is not None:
+                    made[instance.branch] += 1
+                    yield instance
+            return
+        sizes = Counter(branches)
+        largest = max(sizes, key=lambda b: (sizes[b], b), default=None)
+        rest = 0
+        for candidate, branch in zip(distinct, branches, strict=True):
+            if branch != largest:
+                instance = self.build(candidate, sim)
+                if instance is not None:
+                    rest += instance.branch != largest
+                    yield instance
+        allowed, made = max(1, math.floor(BRANCH_SHARE_MAX / (1 - BRANCH_SHARE_MAX) * rest + 1e-9)), 0
+        for candidate, branch in zip(distinct, branches, strict=True):
+            if branch == largest and made < allowed:
+                instance = self.build(candidate, sim)
+                if instance is not None:
+                    made += instance.branch == largest
+                    yield instance
 
 
 def branch_cap(limit: int) -> int:

@@ -1,8 +1,8 @@
 """Every order of a period with a trait no search filter has: read past the first page at the biggest page size.
 
-Selector: calendar quarters and half-years with more orders than ``MAX_LIMIT`` (so even pages of 50 leave rows
-on a later page), crossed with a trait of the order that ``search_orders`` cannot filter on but shows in every
-summary: a coupon code, a custom build, a shipping service, a carrier. The sender (marketing, finance,
+Selector: calendar quarters, two-month spans and half-years with more orders than ``MAX_LIMIT`` (so even pages
+of 50 leave rows on a later page), crossed with a trait of the order that ``search_orders`` cannot filter on but
+shows in every summary: a coupon code, a custom build, a shipping service, a carrier. The sender (marketing, finance,
 operations) knows the period and the trait, never an id. The only way to the answer is to list the period's
 orders (``created_after`` / ``created_before``, the period's bounds in the world's zone) page by page and keep
 the ones with the trait: the count, their ids and the sum of their totals. A period in which no order has the
@@ -22,6 +22,7 @@ from world_app.tools.params import MAX_LIMIT
 from world_app.tools.results import local_date
 
 from .base import (
+    MONTHS,
     Family,
     FamilyInstance,
     called,
@@ -66,7 +67,7 @@ PURPOSES = {
 
 
 def _periods(first: date, today: date) -> list[tuple[str, date, date]]:
-    """Calendar quarters and half-years from ``first`` up to ``today`` (the current one up to today)."""
+    """Calendar quarters (the current one up to today), two-month spans and half-years from ``first`` on."""
     periods = []
     for year in range(first.year, today.year + 1):
         for q in range(4):
@@ -74,6 +75,12 @@ def _periods(first: date, today: date) -> list[tuple[str, date, date]]:
             end = date(year + (q == 3), (3 * q + 3) % 12 + 1, 1)
             if start <= today:
                 periods.append((f"Q{q + 1} {year}", start, end))
+        for b in range(6):
+            start = date(year, 2 * b + 1, 1)
+            end = date(year + (b == 5), (2 * b + 2) % 12 + 1, 1)
+            if end <= today:
+                first_month, second_month = MONTHS[2 * b], MONTHS[2 * b + 1]
+                periods.append((f"{first_month} and {second_month} {year}", start, end))
         for h in range(2):
             start = date(year, 6 * h + 1, 1)
             end = date(year + h, (6 * h + 6) % 12 + 1, 1)

@@ -19,7 +19,12 @@ from datetime import timedelta
 from decimal import Decimal
 
 from world_app.models import Customer, Order, ShipmentStatus
-from world_app.policies import REFUND_APPROVAL_LIMIT, RESTOCKING_FEE_PCT, RETURN_WINDOW_DAYS
+from world_app.policies import (
+    REFUND_APPROVAL_LIMIT,
+    RESTOCKING_FEE_EXEMPT_CATEGORIES,
+    RESTOCKING_FEE_PCT,
+    RETURN_WINDOW_DAYS,
+)
 from world_app.tools.coverage import delivered_at, return_window
 from world_app.tools.results import world_today
 
@@ -101,6 +106,12 @@ class ReturnLookupFamily(Family):
                 continue
             yield line
 
+    def branch_of(self, line) -> str:
+        window = return_window(delivered_at(line.order.shipments.all()))
+        if window.delivered_on is None:
+            return "(none)"
+        return "inside window" if window.is_open else "outside window"
+
     def entity_ids(self, line) -> tuple[str, ...]:
         return (line.id,)
 
@@ -159,10 +170,11 @@ class ReturnLookupFamily(Family):
                     "order_id": order.id,
                     "reason": "customer_remorse",
                     "lines": [{"line_item_id": line.id, "quantity": line.quantity}],
-                    "opened": opened,
                     "notes": "Customer return within the return window (chat).",
                 },
             }
+            if line.product.category not in RESTOCKING_FEE_EXEMPT_CATEGORIES:
+                refund_call["arguments"]["opened"] = opened  # for an exempt item it changes nothing
             result = sim.run([*lookups, refund_call])[-1]
             if "error" in result or result.get("requires_approval"):
                 return None

@@ -80,6 +80,12 @@ class ReturnRequestFamily(Family):
             # The second most expensive line of an order is the return_lookup family's.
             yield from (li for index, li in enumerate(lines) if index != 1)
 
+    def branch_of(self, line) -> str:
+        window = return_window(delivered_at(line.order.shipments.all()))
+        if window.delivered_on is None:
+            return "(none)"
+        return "inside window" if window.is_open else "outside window"
+
     def entity_ids(self, line) -> tuple[str, ...]:
         return (line.id,)
 

@@ -62,7 +62,8 @@ class ShipmentStatusFamily(Family):
             Order.objects.select_related("customer").prefetch_related("shipments", "line_items__product").order_by("id")
         )
         per_day = Counter((o.customer_id, local_date(o.created_at)) for o in orders)
-        # One order per customer (the first by hash): two tasks about one customer's orders read alike.
+        # One order per customer (one not delivered yet if there is one, else the first by hash): two tasks about
+        # one customer's orders read alike, and parcels still on their way are the rare branch.
         chosen: dict[str, Order] = {}
         for order in orders:
             shipments = list(order.shipments.all())
@@ -73,9 +74,15 @@ class ShipmentStatusFamily(Family):
             if per_day[(order.customer_id, local_date(order.created_at))] != 1:
                 continue
             current = chosen.get(order.customer_id)
-            if current is None or stable_hash(self.name, order.id) < stable_hash(self.name, current.id):
+            if current is None or self._rank(order) < self._rank(current):
                 chosen[order.customer_id] = order
         yield from sorted(chosen.values(), key=lambda o: o.id)
+
+    def _rank(self, order) -> tuple:
+        return (order.shipments.all()[0].status == "delivered", stable_hash(self.name, order.id))
+
+    def branch_of(self, order) -> str:
+        return order.shipments.all()[0].status.replace("_", " ")
 
     def build(self, order, sim) -> FamilyInstance | None:
         shipment = order.shipments.all()[0]

@@ -79,6 +79,10 @@ class WarrantyClaimFamily(Family):
                 if li.product.warranty_months > 0 and not li.warranty_claims.all() and li.quantity == 1:
                     yield li
 
+    def branch_of(self, line) -> str:
+        coverage = warranty_coverage(delivered_at(line.order.shipments.all()), line.product.warranty_months)
+        return {"active": "in warranty", "expired": "out of warranty"}.get(coverage.status, "(none)")
+
     def entity_ids(self, line) -> tuple[str, ...]:
         return (line.id,)
 
