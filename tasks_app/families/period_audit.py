@@ -124,7 +124,7 @@ class PeriodOrderAuditFamily(Family):
 
     def entity_ids(self, candidate) -> tuple[str, ...]:
         _, start, end, kind, value = candidate
-        return (start.isoformat(), end.isoformat(), kind, value)
+        return (start.isoformat(), end.isoformat(), kind, value.lower())  # task keys are lower case
 
     def build(self, candidate, sim) -> FamilyInstance | None:
         label, start, end, kind, value = candidate

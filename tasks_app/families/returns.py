@@ -1,7 +1,7 @@
 """A return within or outside the 30-day window, with the restocking fee on opened items.
 
-Selector: the lines of delivered, fulfilled orders with money captured and no refund yet (all but the second
-most expensive, which the ``return_lookup`` family asks about), one per customer and product. Policy
+Selector: one line per delivered, fulfilled order with money captured and no refund yet (the most expensive
+line; the second most expensive is the ``return_lookup`` family's), one per customer and product. Policy
 (``world_app.policies``): returns within ``RETURN_WINDOW_DAYS`` of delivery (the agent's judgement: the refund tool
 does not refuse a late return); opened, non-defective items pay ``RESTOCKING_FEE_PCT`` percent (cables and
 accessories exempt); shipping is not refunded. Inside the window the reference refunds the line (the amount is
@@ -77,8 +77,8 @@ class ReturnRequestFamily(Family):
             if any(p.refunds.all() for p in payments):
                 continue
             lines = sorted(order.line_items.all(), key=lambda li: (li.unit_price * li.quantity, li.id), reverse=True)
-            # The second most expensive line of an order is the return_lookup family's.
-            yield from (li for index, li in enumerate(lines) if index != 1)
+            if lines:  # the most expensive line (the second is the return_lookup family's)
+                yield lines[0]
 
     def branch_of(self, line) -> str:
         window = return_window(delivered_at(line.order.shipments.all()))

@@ -1,7 +1,7 @@
 """A warranty claim on an order delivered N days ago: in warranty (file it) or out of it (explain, file nothing).
 
-Selector: every line of a delivered order (one unit of a product with a warranty), not refunded and without a
-claim yet; one per customer and product. The warranty runs from the delivery date for the product's ``warranty_months``
+Selector: one line per delivered order (the most expensive product with a warranty), not refunded and without
+a claim yet. The warranty runs from the delivery date for the product's ``warranty_months``
 (``world_app.tools.coverage``); a manufacturing defect within it is approved, an expired warranty is not.
 """
 
@@ -75,9 +75,13 @@ class WarrantyClaimFamily(Family):
         for order in orders:
             if order.status not in ("fulfilled", "partially_refunded"):
                 continue
-            for li in order.line_items.all():
-                if li.product.warranty_months > 0 and not li.warranty_claims.all() and li.quantity == 1:
-                    yield li
+            lines = [
+                li
+                for li in order.line_items.all()
+                if li.product.warranty_months > 0 and not li.warranty_claims.all() and li.quantity == 1
+            ]
+            if lines:
+                yield max(lines, key=lambda li: (li.unit_price, li.id))
 
     def branch_of(self, line) -> str:
         coverage = warranty_coverage(delivered_at(line.order.shipments.all()), line.product.warranty_months)
