@@ -13,7 +13,19 @@ from decimal import Decimal
 from world_app.models import OrderLineItem, Product
 from world_app.tools.params import DEFAULT_LIMIT
 
-from .base import Family, FamilyInstance, called, dollars, judged, pick, says, says_number, says_pattern, tidy
+from .base import (
+    Family,
+    FamilyInstance,
+    called,
+    dollars,
+    judged,
+    pick,
+    says,
+    says_number,
+    says_pattern,
+    stable_hash,
+    tidy,
+)
 
 REASONS = (
     "the supplier flagged a possible firmware fault",
@@ -48,6 +60,12 @@ class ProductOrderAuditFamily(Family):
         for product_id, order_id, status in rows:
             orders_of[product_id][order_id] = status
         products = {p.id: p for p in Product.objects.filter(id__in=list(orders_of))}
+        # Products of one brand and category have names a word apart ("Keywright Glide Mouse", "... Dart Mouse"):
+        # each takes the next phrasing and reason, so two of them never read alike.
+        siblings: dict[tuple, list[str]] = defaultdict(list)
+        for product_id in sorted(products):
+            siblings[(products[product_id].brand, products[product_id].category)].append(product_id)
+        self._sibling_rank = {pid: ids.index(pid) for ids in siblings.values() for pid in ids}
         for product_id in sorted(orders_of):
             orders = orders_of[product_id]
             if len(orders) <= DEFAULT_LIMIT:
@@ -63,7 +81,8 @@ class ProductOrderAuditFamily(Family):
 
     def build(self, candidate, sim) -> FamilyInstance | None:
         product, status = candidate
-        key = "+".join(self.entity_ids(candidate))
+        rank = getattr(self, "_sibling_rank", {}).get(product.id, 0)
+        family_hash = stable_hash(product.brand, product.category)
         query = {"product_id": product.id, **({"status": status} if status else {})}
         first = sim.run([{"tool": "search_orders", "arguments": query}])[0]
         if "error" in first or not first.get("has_more"):
@@ -81,10 +100,10 @@ class ProductOrderAuditFamily(Family):
         ids = [o["id"] for o in orders]
         status_words = f" {STATUS_WORDS[status]}" if status else ""
         instruction = tidy(
-            pick(MESSAGES, key, "message").format(
+            MESSAGES[(family_hash + rank) % len(MESSAGES)].format(
                 product=product.name, sku=product.sku, product_id=product.id, status=status_words
             )
-            + f" Background: {pick(REASONS, key, 'reason')}."
+            + f" Background: {REASONS[(family_hash + rank // len(MESSAGES)) % len(REASONS)]}."
         )
         last_page_id = ids[-1]
         every_id = "".join(f"(?=[\\s\\S]*{i})" for i in ids)

@@ -34,6 +34,7 @@ from .base import (
     says,
     says_number,
     says_pattern,
+    stable_hash,
     tidy,
 )
 
@@ -57,6 +58,12 @@ ASKS = (
     "the order numbers, the number of orders and their total value. - {sender}",
     "{sender} again. Before the {purpose} meeting I need to know which orders from {period} ({span}) {trait}, with "
     "their order numbers and the total of those orders combined.",
+)
+TRAITS = (
+    [("coupon", code) for code in sorted(COUPONS)]
+    + [("build", "custom")]
+    + [("service", s) for s in SERVICES]
+    + [("carrier", c) for c in CARRIERS]
 )
 PURPOSES = {
     "coupon": ("coupon performance review", "promotion cost report", "campaign wrap-up"),
@@ -110,16 +117,10 @@ class PeriodOrderAuditFamily(Family):
             return
         today = world_today()
         dates = [local_date(created) for _, created in rows]
-        traits = (
-            [("coupon", code) for code in sorted(COUPONS)]
-            + [("build", "custom")]
-            + [("service", s) for s in SERVICES]
-            + [("carrier", c) for c in CARRIERS]
-        )
         for label, start, end in _periods(min(dates), today):
             if sum(1 for d in dates if start <= d < end) <= MAX_LIMIT:
                 continue
-            for kind, value in traits:
+            for kind, value in TRAITS:
                 yield (label, start, end, kind, value)
 
     def entity_ids(self, candidate) -> tuple[str, ...]:
@@ -146,9 +147,12 @@ class PeriodOrderAuditFamily(Family):
         last_day = end.fromordinal(end.toordinal() - 1)
         span = f"{long_date(start)} to {long_date(last_day)}"
         trait = _trait_text(kind, value)
-        sender, _ = pick(SENDERS, key, "sender")
+        # One period's questions about different traits never share a phrasing and a sender: with one phrasing for
+        # all, two of them would differ in one or two words (near duplicates).
+        index = TRAITS.index((kind, value)) + stable_hash(start.isoformat(), end.isoformat()) % len(ASKS)
+        sender, _ = SENDERS[(index // len(ASKS)) % len(SENDERS)]
         instruction = tidy(
-            pick(ASKS, key, "ask").format(
+            ASKS[index % len(ASKS)].format(
                 sender=sender, purpose=pick(PURPOSES[kind], key, "purpose"), period=label, span=span, trait=trait
             )
         )
