@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from collections import defaultdict
+from datetime import timedelta
 from decimal import Decimal
 
 import pytest
@@ -14,7 +16,11 @@ from django.urls import reverse
 
 from tests.world_app.admin_fixtures import CPU_SPECS, form_data, many_orders, small_world
 from world_app import models as w
+from world_app.loyalty import SPEND_STATUSES_EXCLUDED, has_loyalty_exception, tier_for_spend
+from world_app.policies import LOYALTY_SPEND_MONTHS
 from world_app.services import order_merchandise_discount, order_recalculate_totals
+from world_app.tools.coverage import add_months
+from world_app.tools.results import local_date
 
 WORLD_APP_MODELS = list(apps.get_app_config("world_app").get_models())
 READ_ONLY_MODELS = {w.WorldSnapshot, w.Episode, w.EpisodeStep}
@@ -379,18 +385,59 @@ def test_coupon_applies_after_the_loyalty_discount(tier, coupon, subtotal, disco
     assert got == Decimal(discount)
 
 
+def _tier_held_on_the_day(order, orders_of_customer) -> str:
+    """The tier the customer's spend earned the day before ``order`` (kb-0004's rule): the casebook's accounts
+    are priced with the tier they held that day, so an order placed before a customer reached today's tier
+    carries the smaller discount. Spend is order totals, less the refunds made before ``order``."""
+    day = local_date(order.created_at) - timedelta(days=1)
+    since = add_months(day, -LOYALTY_SPEND_MONTHS)
+    spend = Decimal(0)
+    for other in orders_of_customer:
+        if other.pk == order.pk or other.status in SPEND_STATUSES_EXCLUDED:
+            continue
+        if not since <= local_date(other.created_at) <= day:
+            continue
+        refunded = sum(
+            (
+                refund.amount
+                for payment in other.payments.all()
+                for refund in payment.refunds.all()
+                if refund.status != "rejected" and refund.created_at < order.created_at
+            ),
+            Decimal(0),
+        )
+        spend += other.total - refunded
+    return tier_for_spend(spend)
+
+
 @pytest.mark.django_db
 def test_recalculated_totals_agree_with_every_generated_order(seeded_world):
-    mismatched = []
-    for order in w.Order.objects.select_related("customer").prefetch_related("line_items"):
+    """Every order's subtotal and discount are the policy's: the customer's tier of today, or, for an account
+    whose tier follows its spend (no loyalty exception), the tier it held on the order's day."""
+    orders = list(
+        w.Order.objects.select_related("customer").prefetch_related("line_items", "payments__refunds").order_by("pk")
+    )
+    by_customer = defaultdict(list)
+    for order in orders:
+        by_customer[order.customer_id].append(order)
+    mismatched, priced_on_the_day = [], 0
+    for order in orders:
         subtotal = sum((li.unit_price * li.quantity for li in order.line_items.all()), Decimal("0.00"))
         discount = order_merchandise_discount(
             subtotal=subtotal, loyalty_tier=order.customer.loyalty_tier, coupon_code=order.discount_code
         )
-        if (subtotal, discount) != (order.subtotal, order.discount_total):
+        if (subtotal, discount) == (order.subtotal, order.discount_total):
+            continue
+        held = _tier_held_on_the_day(order, by_customer[order.customer_id])
+        on_the_day = order_merchandise_discount(subtotal=subtotal, loyalty_tier=held, coupon_code=order.discount_code)
+        if has_loyalty_exception(order.customer) or (subtotal, on_the_day) != (order.subtotal, order.discount_total):
             mismatched.append(order.pk)
-    assert w.Order.objects.count() > 100
+        else:
+            priced_on_the_day += 1
+    assert len(orders) > 100
     assert mismatched == []
+    # The casebook's accounts climb tiers over time: some of their orders carry an earlier tier's discount.
+    assert priced_on_the_day > 0
 
 
 def test_unknown_coupon_is_refused_on_the_order_form(admin_client, world):
