@@ -9,9 +9,22 @@ CALIBRATION_JUDGING_QUEUE override the names). Run ``celery -A corecraft_site wo
 from __future__ import annotations
 
 from celery import shared_task
+from celery.signals import worker_process_init
 from django.conf import settings
 
-from tasks_app.services.calibration import calibration_item_execute, calibration_item_judge, calibration_items_sweep
+from tasks_app.services.calibration import (
+    calibration_item_execute,
+    calibration_item_judge,
+    calibration_items_sweep,
+    calibration_lock_connections_keep,
+)
+
+
+@worker_process_init.connect
+def _worker_keeps_lock_connections(**_: object) -> None:
+    """A worker process runs thousands of items: it keeps its item-lock connection open between them."""
+    calibration_lock_connections_keep()
+
 
 ROLLOUTS_QUEUE = "rollouts"
 JUDGING_QUEUE = "judging"

@@ -100,6 +100,9 @@ def _storable(value: Any) -> Any:
 def rollout_execute(*, rollout: Rollout, judge: bool = True, judge_config=None, client=None) -> Rollout:
     """Run ``rollout``'s policy in a fresh episode, store the trajectory, close the episode, and judge it.
 
+    A rubric with programmatic criteria only is judged once, from the open episode: its judgement is final, and
+    ``judged_at`` is set with it.
+
     A rollout already finished, failed or cancelled is returned as it is (a redelivered task does no work
     twice). A rollout left running by a dead worker starts again in a new episode. Endpoint failures (after the
     client's retries) and unexpected errors fail the rollout with their reason; nothing raises for them.
@@ -142,7 +145,7 @@ def rollout_execute(*, rollout: Rollout, judge: bool = True, judge_config=None, 
         except Exception:
             logger.exception("rollout %s: its episode %s did not close", rollout.pk, episode.pk)
     rollout = _rollout_store(rollout=rollout, run=run, judgement=judgement, crash=crash)
-    if judge and rollout.status == RolloutStatus.FINISHED:
+    if judge and rollout.status == RolloutStatus.FINISHED and rollout.judged_at is None:
         config = judge_config if judge_config is not None else (rollout.run.judge_config if rollout.run else None)
         rollout = rollout_judge_store(rollout=rollout, judge_config=config)
     return rollout
@@ -226,6 +229,11 @@ def _rollout_store(*, rollout: Rollout, run: AgentRun | None, judgement: Judgeme
     rollout.trajectory_hash = judgement.trajectory_hash if judgement else ""
     rollout.reward = judgement.final_reward if judgement else None
     rollout.passed = judgement.passed if judgement else None
+    if judgement is not None and judgement.final:
+        # Every verdict decided (no llm criterion, no error): this is the judgement the judge would store again
+        # (the same rubric, trajectory and cache), so the rollout is judged now and the judge step is skipped.
+        rollout.judge_errors = judgement.errors
+        rollout.judged_at = now
     rollout.save()
     return rollout
 
