@@ -111,7 +111,11 @@ def rollout_execute(*, rollout: Rollout, judge: bool = True, judge_config=None, 
     from world_app.episodes import episode_close
     from world_app.tools.registry import call_tool_step
 
-    rollout = Rollout.objects.select_related("version__snapshot", "endpoint", "run__judge_config").get(pk=rollout.pk)
+    rollout = (
+        Rollout.objects.select_related("version__snapshot", "endpoint", "run__judge_config")
+        .defer("version__snapshot__image")  # the snapshot's image (megabytes) is loaded by its cache, by id
+        .get(pk=rollout.pk)
+    )
     if rollout.status in DONE_STATUSES:
         return rollout
     version = rollout.version
@@ -235,6 +239,15 @@ def _rollout_store(*, rollout: Rollout, run: AgentRun | None, judgement: Judgeme
         rollout.judge_errors = judgement.errors
         rollout.judged_at = now
     rollout.save()
+    return rollout
+
+
+def rollout_judged_without_judge(rollout: Rollout) -> Rollout:
+    """Mark a finished rollout judged with no judge configured: its stored verdicts are what the judgement
+    would store again (programmatic ones from the cache, llm ones pending), so only the stamp is written."""
+    rollout.judge_errors = sum(1 for v in rollout.verdicts if v.get("status") == "error")
+    rollout.judged_at = timezone.now()
+    rollout.save(update_fields=["judge_errors", "judged_at"])
     return rollout
 
 

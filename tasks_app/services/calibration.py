@@ -363,7 +363,7 @@ def calibration_item_execute(*, item_id: int, judge_inline: bool = False) -> str
     the ``judging`` queue and stays running until judged. Returns what happened: ``busy`` (someone alive holds
     it), ``skipped`` (done, failed or cancelled), ``done``, ``failed`` or ``judging``.
     """
-    from tasks_app.rollouts.execute import rollout_execute, rollout_needs_llm_judge
+    from tasks_app.rollouts.execute import rollout_execute, rollout_judged_without_judge, rollout_needs_llm_judge
 
     with _item_lock(EXECUTE_LOCK, item_id) as taken:
         if not taken:
@@ -382,6 +382,9 @@ def calibration_item_execute(*, item_id: int, judge_inline: bool = False) -> str
             _item_settle(item_id, status=CalibrationItemStatus.FAILED, error=rollout.failure_reason)
             calibration_run_finish_check(run_id=item.run_id)
             return "failed"
+        if rollout.judged_at is None and not item.run.judge_config_id:
+            # No judge configured: judging again would store the same verdicts (llm ones stay pending).
+            rollout = rollout_judged_without_judge(rollout)
         if rollout.judged_at is not None:
             # Judged with the rollout (every verdict programmatic and decided): nothing is left for the judge.
             _item_settle(item_id, status=CalibrationItemStatus.DONE)
