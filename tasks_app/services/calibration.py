@@ -46,6 +46,7 @@ from tasks_app.models import (
     RolloutStatus,
     TaskVersion,
 )
+from tasks_app.services.gates import rubric_gate_current
 
 logger = logging.getLogger(__name__)
 
@@ -95,6 +96,9 @@ def _plan_items(*, run: CalibrationRun, versions: Sequence[TaskVersion]) -> list
     replayed = {p["policy"] for p in run.policies} & {RolloutPolicy.PERTURBED_REFERENCE, RolloutPolicy.RED_TEAM}
     if not replayed:
         return _plan_version_items(run=run, versions=versions)
+    if replayed == {RolloutPolicy.RED_TEAM} and all(_gate_red_team_keys(version) for version in versions):
+        # Every version's current gate names its red-team policies: no replay needed to plan.
+        return _plan_version_items(run=run, versions=versions)
     items: list[CalibrationItem] = []
     by_snapshot: dict[int, list[TaskVersion]] = {}
     for version in versions:
@@ -104,6 +108,19 @@ def _plan_items(*, run: CalibrationRun, versions: Sequence[TaskVersion]) -> list
         with shared_replay(group[0].snapshot):
             items += _plan_version_items(run=run, versions=group)
     return items
+
+
+def _gate_red_team_keys(version: TaskVersion) -> list[str]:
+    """The version's red-team policy keys (``reference`` first) as its current stored gate lists them, or [] when
+    it has none. The gate was computed from the same policies (``tasks_app.red_team.version_red_team``) under the
+    version's current gate key, so the keys and their order are the ones a worker builds; planning a red-team run
+    of the library from them skips replaying every reference (most of the planning time)."""
+    cache = getattr(version, "_gate_red_team_keys", None)
+    if cache is None:
+        gate = rubric_gate_current(version)
+        cache = ["reference", *(p["key"] for p in gate.policies)] if gate is not None and gate.policies else []
+        version._gate_red_team_keys = cache
+    return cache
 
 
 def _plan_version_items(*, run: CalibrationRun, versions: Sequence[TaskVersion]) -> list[CalibrationItem]:
@@ -118,7 +135,7 @@ def _plan_version_items(*, run: CalibrationRun, versions: Sequence[TaskVersion])
             elif policy == RolloutPolicy.PERTURBED_REFERENCE:
                 cells = [(key, 0) for key in perturbation_keys(version)]
             elif policy == RolloutPolicy.RED_TEAM:
-                cells = [(key, 0) for key in red_team_keys(version)]
+                cells = [(key, 0) for key in (_gate_red_team_keys(version) or red_team_keys(version))]
             else:
                 cells = [("", 0)]
             items += [

@@ -329,6 +329,30 @@ def test_the_red_team_policy_plays_every_policy_flags_the_task_stores_its_gate_a
     assert not gate.passes and gate.reference_passes and gate.source.startswith("calibration run")
 
 
+def test_a_red_team_run_is_planned_from_the_current_gate_and_without_one_from_a_replay(two_versions):
+    from tasks_app.rollouts.policies import red_team_keys
+    from tasks_app.services.calibration import calibration_run_create
+    from tasks_app.services.gates import rubric_gate_ensure
+
+    version = two_versions[0]
+    replayed = red_team_keys(version)
+    without_gate = calibration_run_create(name="no gate", versions=[version], policies=["red_team"])
+    assert list(without_gate.items.order_by("pk").values_list("perturbation", flat=True)) == replayed
+
+    gate = rubric_gate_ensure(version=version)
+    assert [p["key"] for p in gate.policies] == replayed[1:]
+    # The stored gate names the policies: planning reads them (a renamed key proves where they came from).
+    gate.policies = [{**gate.policies[0], "key": "from-the-gate"}, *gate.policies[1:]]
+    gate.save(update_fields=["policies"])
+    fresh = type(version).objects.get(pk=version.pk)
+    planned = calibration_run_create(name="gate", versions=[fresh], policies=["red_team"])
+    assert list(planned.items.order_by("pk").values_list("perturbation", flat=True)) == [
+        "reference",
+        "from-the-gate",
+        *replayed[2:],
+    ]
+
+
 def test_the_calibrate_command_refuses_unknown_input(two_versions):
     from django.core.management.base import CommandError
 
