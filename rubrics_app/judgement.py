@@ -397,6 +397,12 @@ def _programmatic(criteria: list[RubricCriterion], *, trajectory: Trajectory, di
             tool_calls=trajectory.tool_call_dicts(),
         )
         decided = [(c, v) for c, v in zip(unique, evaluated, strict=True) if v["status"] in (MET, NOT_MET)]
+        # An error is not cached (the next judgement tries again) but its reason reaches the verdict.
+        why_not = {
+            c.content_hash: v.get("rationale") or ""
+            for c, v in zip(unique, evaluated, strict=True)
+            if v["status"] not in (MET, NOT_MET)
+        }
         # One upsert that returns the rows' ids: a row another worker stored meanwhile is rewritten with the same
         # verdict (programmatic verdicts of one trajectory are deterministic), so every path reads the same ids.
         stored = Verdict.objects.bulk_create(
@@ -420,12 +426,15 @@ def _programmatic(criteria: list[RubricCriterion], *, trajectory: Trajectory, di
         )
         for (c, _), row in zip(decided, stored, strict=True):
             found[c.content_hash] = _row_dict(c, row)
+    else:
+        why_not = {}
     out = {}
     for i, c in programmatic:
         if c.content_hash in found:
             out[i] = {**found[c.content_hash], "key": c.key, "text": c.text}
         else:
-            out[i] = _verdict_dict(c, status=ERROR, rationale="the criterion could not be evaluated")
+            reason = why_not.get(c.content_hash) or "the criterion could not be evaluated"
+            out[i] = _verdict_dict(c, status=ERROR, rationale=reason)
     return out
 
 

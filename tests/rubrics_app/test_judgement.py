@@ -184,3 +184,25 @@ def test_a_rollout_judged_again_reads_the_cache(client):
     twin = rollout_execute(rollout=rollout_create(version=version, policy="reference", sample=1))
     assert Rollout.objects.get(pk=twin.pk).trajectory_hash == rollout.trajectory_hash
     assert Verdict.objects.count() == rows
+
+
+def test_a_criterion_that_cannot_be_evaluated_keeps_its_reason_and_is_not_cached(monkeypatch):
+    from rubrics_app import judgement
+
+    tw = trainer_world_make()
+    rubric = rubric_of(tw.rows("train", llm=False)[0].content["rubric"])
+
+    def evaluate(*, criteria, **_):
+        return [
+            {"status": "error", "met": None, "rationale": "the pattern took longer than 50 ms", "evidence": None}
+            for _ in criteria
+        ]
+
+    monkeypatch.setattr(judgement, "criteria_evaluate", evaluate)
+    trajectory = Trajectory.of(
+        instruction="i", snapshot_version=None, tool_calls=[], final_answer="no", episode=judgement.OPEN_WORLD
+    )
+    judged = trajectory_judge(rubric=rubric, trajectory=trajectory)
+    assert judged.errors == len(rubric) and judged.final is False
+    assert {v["rationale"] for v in judged.verdicts} == {"the pattern took longer than 50 ms"}
+    assert not Verdict.objects.filter(trajectory_hash=judged.trajectory_hash).exists()
