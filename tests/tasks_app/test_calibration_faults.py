@@ -9,7 +9,9 @@ no unacknowledged messages left to restore.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
 import signal
 import socket
@@ -85,10 +87,14 @@ def start_worker(redis_url: str, log_path, tmp_path) -> subprocess.Popen:
             env=app_process_env(REDIS_URL=redis_url, EPISODE_IDLE_TIMEOUT_S="3600", **SWEEP),
             stdout=out,
             stderr=subprocess.STDOUT,
+            # Its own process group: the embedded beat is a child process, killed with the worker (an orphaned
+            # beat would outlive the test, hold the test database open and schedule sweeps twice).
+            start_new_session=True,
         )  # fmt: skip
 
 
-def stop(proc: subprocess.Popen | None) -> None:
+def stop(proc: subprocess.Popen | None, *, group: bool = False) -> None:
+    """Stop ``proc`` (SIGTERM, then SIGKILL); with ``group``, also whatever is left of its process group."""
     if proc is not None and proc.poll() is None:
         proc.terminate()
         try:
@@ -96,6 +102,14 @@ def stop(proc: subprocess.Popen | None) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=10)
+    if proc is not None and group:
+        kill_group(proc)
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL the worker's whole process group (the worker and its embedded beat), as a machine losing it would."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
 
 
 def wait_for(condition, *, timeout: float, what: str, log_path, runs=()) -> float:
@@ -157,7 +171,7 @@ def test_killed_worker_and_wiped_broker_heal_by_themselves(own_broker, tmp_path)
             wait_for(mid_run, timeout=180, what="two items done and a model rollout running", log_path=log_path,
                      runs=[first])  # fmt: skip
             # The fault: the worker dies mid-rollout, its broker loses every message and stays down a while.
-            worker.send_signal(signal.SIGKILL)
+            kill_group(worker)
             worker.wait(timeout=10)
             own_broker["proc"].send_signal(signal.SIGKILL)
             own_broker["proc"].wait(timeout=10)
@@ -189,7 +203,7 @@ def test_killed_worker_and_wiped_broker_heal_by_themselves(own_broker, tmp_path)
             healed_s = wait_for(both_finished, timeout=HEAL_LIMIT_S, what="both runs finished after the fault",
                                 log_path=log_path, runs=[first, second])  # fmt: skip
         finally:
-            stop(worker)
+            stop(worker, group=True)
 
     items = [item for run in (first, second) for item in run.items.all()]
     rollouts = list(Rollout.objects.filter(run__in=[first, second]))
