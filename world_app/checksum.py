@@ -99,6 +99,18 @@ def digests_updated(
     return updated
 
 
+def table_digests_stored(digests: Mapping[str, TableDigest]) -> dict[str, list]:
+    """Table digests as a snapshot stores them (JSON): {table: [row count, row sum as 64 hex digits]}."""
+    return {table: [count, f"{total:064x}"] for table, (count, total) in digests.items()}
+
+
+def table_digests_read(stored: Mapping[str, list] | None) -> dict[str, TableDigest] | None:
+    """Stored table digests back as digests, or None when there are none (a snapshot published before them)."""
+    if not stored:
+        return None
+    return {table: (int(count), int(total, 16)) for table, (count, total) in stored.items()}
+
+
 def world_content_checksum(*, using: str | None = None) -> str:
     """The checksum of every world table (entities, line items, parts and messages), by a full scan."""
     return checksum_from_digests(world_table_digests(using=using))

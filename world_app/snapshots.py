@@ -15,7 +15,12 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 
-from world_app.checksum import world_content_checksum
+from world_app.checksum import (
+    checksum_from_digests,
+    table_digests_stored,
+    world_content_checksum,
+    world_table_digests,
+)
 from world_app.episodes.errors import SnapshotIntegrityError, SnapshotNotPublished
 from world_app.episodes.world_db import (
     change_capture_sql,
@@ -42,6 +47,7 @@ class WorldImage:
     content_checksum: str
     schema_fingerprint: str
     entity_counts: dict[str, int]
+    table_digests: dict[str, list]
 
 
 def snapshot_latest() -> WorldSnapshot:
@@ -92,7 +98,8 @@ def _world_image_build() -> WorldImage:
             conn.execute("COMMIT")
             # After the copy, so that copying is not recorded as an episode's change.
             conn.executescript(change_capture_sql())
-            checksum = world_content_checksum(using=EPISODE_ALIAS)
+            digests = world_table_digests(using=EPISODE_ALIAS)
+            checksum = checksum_from_digests(digests)
             counts = world_counts()
         conn.execute("VACUUM")
         return WorldImage(
@@ -100,6 +107,7 @@ def _world_image_build() -> WorldImage:
             content_checksum=checksum,
             schema_fingerprint=schema_fingerprint(conn),
             entity_counts=counts,
+            table_digests=table_digests_stored(digests),
         )
     finally:
         conn.close()
@@ -142,5 +150,6 @@ def _snapshot_store(*, built: WorldImage, note: str, user, if_changed: bool) -> 
         schema_fingerprint=built.schema_fingerprint,
         world_now=settings.WORLD_NOW,
         entity_counts=built.entity_counts,
+        table_digests=built.table_digests,
         created_by=user,
     )

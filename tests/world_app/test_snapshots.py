@@ -159,3 +159,30 @@ def test_a_generated_world_with_its_mess_survives_the_trip_into_the_image_and_ba
     rebuilt = episode_state_from_log(episode)
     assert rebuilt["state_checksum"] == episode_state_checksum(episode)
     assert rebuilt["diff"]["updated"][0]["fields"]["notes"]["after"] == "cancelled in the episode"
+
+
+def test_publish_stores_the_table_digests_an_episode_checksum_starts_from(monkeypatch):
+    from world_app import checksum
+    from world_app.episodes import images
+    from world_app.episodes.images import snapshot_images_clear, snapshot_table_digests
+
+    small_world()
+    snapshot = snapshot_publish(note="v1")
+    stored = WorldSnapshot.objects.get(pk=snapshot.pk).table_digests
+    assert set(stored) == {model._meta.db_table for model in WORLD_MODELS}
+    scanned = checksum.world_table_digests()
+    assert checksum.table_digests_read(stored) == scanned
+    assert checksum.checksum_from_digests(checksum.table_digests_read(stored)) == snapshot.content_checksum
+
+    # A fresh process reads them with the image: no scan of the world on its first episode close.
+    snapshot_images_clear()
+    scans = []
+    monkeypatch.setattr(checksum, "world_table_digests", lambda **kw: scans.append(kw) or scanned)
+    assert snapshot_table_digests(images.snapshot_image(snapshot.pk)) == scanned and scans == []
+
+    # A snapshot published before digests were stored (or with digests that do not make its checksum) is scanned.
+    for wrong in ({}, {**stored, "world_app_customer": [99, "0" * 64]}):
+        WorldSnapshot.objects.filter(pk=snapshot.pk).update(table_digests=wrong)
+        snapshot_images_clear()
+        assert snapshot_table_digests(images.snapshot_image(snapshot.pk)) == scanned
+    assert len(scans) == 2

@@ -30,6 +30,8 @@ class SnapshotImage:
     image: SharedImage
     world_now: datetime
     content_checksum: str
+    # Per-table digests stored at publish (world_app.checksum); None for a snapshot published before them.
+    table_digests: dict | None = None
 
 
 _lock = threading.Lock()
@@ -42,9 +44,11 @@ def snapshot_image(snapshot_id: int) -> SnapshotImage:
         if found is not None:
             _images.move_to_end(snapshot_id)
             return found
-    version, compressed, sha256, fingerprint, now, checksum = (
+    version, compressed, sha256, fingerprint, now, checksum, stored_digests = (
         WorldSnapshot.objects.using(DEFAULT_DB_ALIAS)
-        .values_list("version", "image", "image_sha256", "schema_fingerprint", "world_now", "content_checksum")
+        .values_list(
+            "version", "image", "image_sha256", "schema_fingerprint", "world_now", "content_checksum", "table_digests"
+        )
         .get(pk=snapshot_id)
     )
     image = zlib.decompress(bytes(compressed))
@@ -55,7 +59,12 @@ def snapshot_image(snapshot_id: int) -> SnapshotImage:
             f"world v{version} was published with other world models than this code's: publish a new snapshot"
         )
     loaded = SnapshotImage(
-        snapshot_id=snapshot_id, version=version, image=SharedImage(image), world_now=now, content_checksum=checksum
+        snapshot_id=snapshot_id,
+        version=version,
+        image=SharedImage(image),
+        world_now=now,
+        content_checksum=checksum,
+        table_digests=_digests_checked(stored_digests, checksum=checksum, version=version),
     )
     with _lock:
         loaded = _images.setdefault(snapshot_id, loaded)  # another thread may have loaded it meanwhile
@@ -68,12 +77,30 @@ def snapshot_image(snapshot_id: int) -> SnapshotImage:
 _digests: dict[int, dict] = {}
 
 
+def _digests_checked(stored: dict | None, *, checksum: str, version: int) -> dict | None:
+    """The snapshot's stored table digests, when they are the ones its content checksum was made of."""
+    from world_app.checksum import checksum_from_digests, table_digests_read
+
+    try:
+        digests = table_digests_read(stored)
+        if digests is not None and checksum_from_digests(digests) == checksum:
+            return digests
+    except (KeyError, TypeError, ValueError):
+        pass
+    if stored:
+        logger.warning("world v%s: its stored table digests do not make its checksum; they are recomputed", version)
+    return None
+
+
 def snapshot_table_digests(snapshot: SnapshotImage) -> dict:
-    """The snapshot's per-table checksum digests, computed once per process from its image (a full scan)."""
+    """The snapshot's per-table checksum digests: stored with it at publish, or (a snapshot published before
+    they were stored) computed once per process from its image, a full scan (9-17 s at scale 100)."""
     from world_app.checksum import checksum_from_digests, world_table_digests
     from world_app.episodes.world_db import world_bound, world_connection_open
     from world_app.routers import EPISODE_ALIAS
 
+    if snapshot.table_digests is not None:
+        return snapshot.table_digests
     found = _digests.get(snapshot.snapshot_id)
     if found is not None:
         return found

@@ -23,6 +23,12 @@ class WorldSnapshot(models.Model):
     schema_fingerprint = models.CharField(max_length=64, editable=False)
     world_now = models.DateTimeField(help_text="The world clock this snapshot was published with.")
     entity_counts = models.JSONField(default=dict, editable=False)
+    table_digests = models.JSONField(
+        default=dict,
+        editable=False,
+        help_text="Per-table content digests at publish ({table: [rows, row-hash sum]}, world_app.checksum): an "
+        "episode's checksum is these updated by its changed rows, with no scan of the world.",
+    )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
 
