@@ -278,8 +278,9 @@ def main() -> None:
         f"per episode RSS {figures['rss_per_episode_kb']} kB, USS {figures['uss_per_episode_kb']} kB"
     )
     print(
-        f"close (final diff + checksum): first in the process {figures['close_ms']} ms (computes the snapshot's "
-        f"table digests once when the snapshot was published without them), then {figures['close_warm_ms']} ms; in-place image loading: {in_place_loading()}"
+        f"close (final diff + checksum): first in the process {figures['close_ms']} ms (scans the snapshot's "
+        f"table digests only when it was published without them), then {figures['close_warm_ms']} ms; "
+        f"in-place image loading: {in_place_loading()}"
     )
     print("targets met:", ", ".join(f"{k}={v}" for k, v in figures["targets_met"].items()))
     print(json.dumps(figures, sort_keys=True))
