@@ -231,19 +231,41 @@ class ToolCallSpec(_Strict):
     ``expect: saw`` is about what the agent saw, not how it asked: every id of ``ids`` appears in the result of
     some successful call (of ``tool`` when given, with ``arguments`` matching when given), by any offset, limit
     or argument spelling.
+
+    ``expect: asked`` is about the conversation: the agent asked the user (``ask_user``, the default ``tool``) a
+    question that drew out the held-back fact ``fact`` (a key of the task's simulated user: a question mentioning
+    one of its topics, in any wording), and, with ``before``, did so before its first successful call of any of
+    those tools (it did not act on a guess).
     """
 
     tool: str | None = None
-    expect: Literal["called", "not_called", "saw"] = "called"
+    expect: Literal["called", "not_called", "saw", "asked"] = "called"
     arguments: dict[str, ArgumentMatcher] = Field(default_factory=dict)
     min_count: int = Field(1, ge=1)
     max_count: int | None = Field(None, ge=1)
     ids: list[str] | None = None
+    fact: str | None = None
+    before: list[str] | None = None
 
     @model_validator(mode="after")
     def _tool_and_args_exist(self) -> ToolCallSpec:
-        from world_app.tools.registry import all_tools, get_tool
+        from world_app.tools.registry import CONVERSATION_GROUP, all_tools, get_tool
 
+        if self.expect == "asked":
+            if not self.fact or not str(self.fact).strip():
+                raise ValueError("fact: asked needs the key of the held-back fact the agent must ask for")
+            if self.ids or self.arguments:
+                raise ValueError("asked takes fact and before, not ids or arguments")
+            tool = self.tool or "ask_user"
+            found = get_tool(tool)
+            if found is None or found.group != CONVERSATION_GROUP:
+                raise ValueError(f"tool: {tool!r} is no conversation tool")
+            for name in self.before or []:
+                if get_tool(name) is None:
+                    raise ValueError(f"before: no tool named {name!r}")
+            return self
+        if self.fact or self.before:
+            raise ValueError(f"fact, before: only expect=asked takes them (expect is {self.expect})")
         if self.expect == "saw":
             if not self.ids or not all(isinstance(i, str) and i.strip() for i in self.ids):
                 raise ValueError("ids: saw needs the ids that must appear in a tool result")

@@ -118,6 +118,9 @@ class Trajectory:
 
     ``episode`` (an ``Episode`` or its id) is where the state criteria read the final world; ``OPEN_WORLD`` when
     the caller already has the world open; None when there is none (programmatic criteria are then errors).
+    ``simulated_user``: the task's simulated user spec (``world_app.conversation``; ``{}``: none), who answered
+    the agent's questions: the conversation turns (``conversation``) are the ``ask_user`` calls with their
+    replies, and ``asked`` criteria read which held-back facts each question drew out.
     """
 
     instruction: str
@@ -125,6 +128,7 @@ class Trajectory:
     tool_calls: tuple[ToolCall, ...]
     final_answer: str
     episode: Any = None
+    simulated_user: dict = field(default_factory=dict)
 
     @classmethod
     def of(
@@ -135,6 +139,7 @@ class Trajectory:
         tool_calls: Iterable[Mapping[str, Any]],
         final_answer: str,
         episode: Any = None,
+        simulated_user: Mapping[str, Any] | None = None,
     ) -> Trajectory:
         """From call dicts (``name`` or ``tool``, ``arguments``, ``result``, ``is_error``) as every path stores them."""
         calls = tuple(
@@ -152,14 +157,16 @@ class Trajectory:
             tool_calls=calls,
             final_answer=final_answer or "",
             episode=episode,
+            simulated_user=dict(simulated_user or {}),
         )
 
     @classmethod
     def from_episode(
         cls, *, episode: Any, instruction: str, snapshot_version: int | None, final_answer: str
     ) -> Trajectory:
-        """From an episode's logged steps (the trainer API's trajectories: every call the agent made is a step)."""
-        from world_app.models import EpisodeStep
+        """From an episode's logged steps (the trainer API's trajectories: every call the agent made is a step);
+        its simulated user is the one the episode was opened with."""
+        from world_app.models import Episode, EpisodeStep
 
         steps = (
             EpisodeStep.objects.filter(episode=episode)
@@ -172,25 +179,47 @@ class Trajectory:
             tool_calls=list(steps),
             final_answer=final_answer,
             episode=episode,
+            simulated_user=Episode.objects.filter(pk=getattr(episode, "pk", episode))
+            .values_list("simulated_user", flat=True)
+            .first(),
         )
 
     def tool_call_dicts(self) -> list[dict]:
         return [c.as_dict() for c in self.tool_calls]
 
+    def conversation(self) -> list[dict]:
+        """The conversation beyond the first message: each question the agent asked (``ask_user``) with the reply
+        and the held-back facts it drew out, in order (``call``: the call's index among the tool calls)."""
+        from world_app.contract import CONVERSATION_TOOLS
+        from world_app.conversation import facts_disclosed
+
+        turns = []
+        for index, call in enumerate(self.tool_calls):
+            if call.name not in CONVERSATION_TOOLS or call.is_error:
+                continue
+            question = str((call.arguments or {}).get("message", "")) if isinstance(call.arguments, dict) else ""
+            reply = call.result.get("reply", "") if isinstance(call.result, dict) else ""
+            turns.append({"call": index, "question": question, "reply": reply,
+                          "facts": list(facts_disclosed(self.simulated_user, question))})  # fmt: skip
+        return turns
+
 
 def trajectory_hash(trajectory: Trajectory) -> str:
-    """sha256 of what decides a verdict: snapshot, instruction, each call with its result, the final answer.
+    """sha256 of what decides a verdict: snapshot, instruction, each call with its result, the final answer (and
+    the simulated user, when the task has one).
 
     Call ids, latencies, tokens and which path produced it are left out: the same behaviour hashes the same.
     """
-    return canonical_sha256(
-        {
-            "snapshot": trajectory.snapshot_version,
-            "instruction": trajectory.instruction,
-            "calls": trajectory.tool_call_dicts(),
-            "final_answer": trajectory.final_answer,
-        }
-    )
+    content = {
+        "snapshot": trajectory.snapshot_version,
+        "instruction": trajectory.instruction,
+        "calls": trajectory.tool_call_dicts(),
+        "final_answer": trajectory.final_answer,
+    }
+    if trajectory.simulated_user:
+        # Who answered decides which facts a question drew out (a trajectory without one hashes as it did).
+        content["simulated_user"] = trajectory.simulated_user
+    return canonical_sha256(content)
 
 
 # --- options and the result ----------------------------------------------------------------------------------------
@@ -395,6 +424,7 @@ def _programmatic(criteria: list[RubricCriterion], *, trajectory: Trajectory, di
             episode=None if trajectory.episode is OPEN_WORLD else trajectory.episode,
             final_answer=trajectory.final_answer,
             tool_calls=trajectory.tool_call_dicts(),
+            simulated_user=trajectory.simulated_user,
         )
         decided = [(c, v) for c, v in zip(unique, evaluated, strict=True) if v["status"] in (MET, NOT_MET)]
         # An error is not cached (the next judgement tries again) but its reason reaches the verdict.

@@ -66,6 +66,7 @@ def criteria_evaluate(
     final_answer: str,
     tool_calls: Sequence[dict] | None = None,
     diff: dict | None = None,
+    simulated_user: dict | None = None,
 ) -> list[dict]:
     """A verdict per criterion (in the order given), from the episode's final world, the calls and the answer.
 
@@ -74,7 +75,8 @@ def criteria_evaluate(
     results; None reads them from the episode's logged steps. With ``episode=None`` state criteria read the
     world the caller has open (``episode_world`` or a scratch replay). ``diff`` (as
     ``world_app.episodes.episode_diff`` gives it) is the episode's diff; None computes it when an
-    ``only_changes`` or ``makes_changes`` criterion needs it.
+    ``only_changes`` or ``makes_changes`` criterion needs it. ``simulated_user`` (the task's spec) says which
+    held-back facts the agent's questions drew out (``asked`` criteria).
     """
     from world_app.episodes import episode_world, episode_world_diff
     from world_app.models import EpisodeStep
@@ -87,6 +89,12 @@ def criteria_evaluate(
             EpisodeStep.objects.filter(episode=episode)
             .order_by("seq")
             .values("seq", "name", "arguments", "result", "is_error")
+        )
+    if simulated_user is None and episode is not None:
+        from world_app.models import Episode
+
+        simulated_user = (
+            Episode.objects.filter(pk=getattr(episode, "pk", episode)).values_list("simulated_user", flat=True).first()
         )
     verdicts: dict[int, dict] = {}
     state = [(i, c) for i, c in enumerate(criteria) if c.kind == CriterionKind.STATE]
@@ -104,7 +112,7 @@ def criteria_evaluate(
                 verdicts[index] = state_verdict(criterion, diff=current_diff)
     for index, criterion in enumerate(criteria):
         if criterion.kind == CriterionKind.TOOL_CALL:
-            verdicts[index] = tool_call_verdict(criterion, steps)
+            verdicts[index] = tool_call_verdict(criterion, steps, simulated_user=simulated_user)
         elif criterion.kind == CriterionKind.RESPONSE:
             verdicts[index] = response_verdict(criterion, final_answer or "")
         elif criterion.kind == CriterionKind.LLM:
@@ -322,15 +330,44 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-def tool_call_verdict(criterion, steps: list[dict]) -> dict:
+def tool_call_verdict(criterion, steps: list[dict], *, simulated_user: dict | None = None) -> dict:
     """The verdict of one ``tool_call`` criterion over the steps ({seq, name, arguments, result, is_error})."""
     spec = spec_read(ToolCallSpec, criterion.spec)
     try:
+        if spec.expect == "asked":
+            return _asked_verdict(criterion, spec, steps, simulated_user or {})
         if spec.expect == "saw":
             return _saw_verdict(criterion, spec, steps)
         return _called_verdict(criterion, spec, steps)
     except PatternTimeout as exc:
         return _verdict(criterion, ERROR, str(exc))
+
+
+def _asked_verdict(criterion, spec: ToolCallSpec, steps: list[dict], simulated_user: dict) -> dict:
+    """Met when a successful question to the user drew out ``spec.fact`` (the user's script says which facts a
+    question asks for, whatever its wording), before any successful call of the ``before`` tools."""
+    from world_app.conversation import facts_disclosed
+
+    tool = spec.tool or "ask_user"
+    if not simulated_user:
+        return _verdict(criterion, NOT_MET, "the task has no simulated user: no question could draw out a fact")
+    asks = [s for s in steps if s["name"] == tool and not s["is_error"]]
+    drew = [
+        s["seq"] for s in asks
+        if spec.fact in facts_disclosed(simulated_user, str((s["arguments"] or {}).get("message", "")))
+    ]  # fmt: skip
+    before = set(spec.before or [])
+    acted = [s["seq"] for s in steps if s["name"] in before and not s["is_error"]]
+    evidence = {"asks": [s["seq"] for s in asks], "drew_fact": drew, "acted": acted[:10]}
+    if not drew:
+        why = f"none of the {len(asks)} question(s) to the user asked for {spec.fact!r}"
+        return _verdict(criterion, NOT_MET, why, evidence)
+    if acted and acted[0] < drew[0]:
+        why = (f"{spec.fact!r} was asked for at call {drew[0]}, after call {acted[0]} had already run "
+               f"{', '.join(sorted(before))}: the agent acted on a guess")  # fmt: skip
+        return _verdict(criterion, NOT_MET, why, evidence)
+    when = f", before any of {', '.join(sorted(before))}" if before else ""
+    return _verdict(criterion, MET, f"the agent asked for {spec.fact!r} at call {drew[0]}{when}", evidence)
 
 
 def _saw_verdict(criterion, spec: ToolCallSpec, steps: list[dict]) -> dict:

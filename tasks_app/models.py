@@ -96,6 +96,12 @@ class TaskVersion(models.Model):
     reference_solution = models.JSONField(
         default=dict, blank=True, help_text='{"calls": [{"tool", "arguments"}], "final_answer": "..."}'
     )
+    simulated_user = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="The facts the instruction holds back and the replies the user gives when asked "
+        "(world_app.conversation); empty: no one answers ask_user.",
+    )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     content_hash = models.CharField(max_length=64, editable=False)

@@ -543,12 +543,12 @@ def _criterion_rows(criteria: list[dict]) -> list[RubricCriterion]:
     return rubric_of(criteria)
 
 
-def _run_calls(snapshot, calls: list[dict], label: str):
+def _run_calls(snapshot, calls: list[dict], label: str, simulated_user: dict | None = None):
     """A new episode with ``calls`` made in it; the episode, the calls' errors and their results."""
     from world_app.episodes import episode_create
     from world_app.tools.registry import call_tool
 
-    episode = episode_create(snapshot=snapshot, label=label)
+    episode = episode_create(snapshot=snapshot, label=label, simulated_user=simulated_user)
     errors, results = [], []
     for index, call in enumerate(calls):
         result = call_tool(episode, call["tool"], call.get("arguments") or {})
@@ -578,6 +578,7 @@ def _judged(rows, episode, answer: str, *, snapshot, calls: list[dict], results:
         tool_calls=_call_dicts(calls, results),
         final_answer=answer,
         episode=episode,
+        simulated_user=episode.simulated_user,
     )
     return trajectory_judge(rubric=rows, trajectory=trajectory)
 
@@ -593,6 +594,19 @@ class SnapshotReplay:
 
     def __init__(self, snapshot):
         self.snapshot = snapshot
+        # Who answers ``ask_user`` in the calls replayed now (the task's simulated user; {}: no one).
+        self.simulated_user: dict = {}
+
+    @contextmanager
+    def user_bound(self, simulated_user: dict | None) -> Iterator[None]:
+        """Inside the block, replayed calls are answered (``ask_user``) and judged as the task of that simulated
+        user's: one replay serves many tasks, each with its own user."""
+        before = self.simulated_user
+        self.simulated_user = dict(simulated_user or {})
+        try:
+            yield
+        finally:
+            self.simulated_user = before
 
     def __enter__(self) -> SnapshotReplay:
         from world_app.episodes import episode_create, episode_world
@@ -639,6 +653,7 @@ class SnapshotReplay:
                     tool_calls=tool_calls,
                     final_answer=answer or "",
                     episode=OPEN_WORLD,
+                    simulated_user=self.simulated_user,
                 )
                 judgements.append(trajectory_judge(rubric=rows, trajectory=trajectory))
 
@@ -657,23 +672,26 @@ class SnapshotReplay:
         """Make ``calls`` in a savepoint, run ``then(results)`` in the world they left, and roll it all back."""
         from django.db import transaction
 
+        from world_app.conversation import simulated_user_bound
         from world_app.routers import EPISODE_ALIAS
-        from world_app.tools.registry import get_tool, invoke_tool
+        from world_app.tools.registry import CONVERSATION_GROUP, get_tool, invoke_tool
 
         memo = self.__dict__.setdefault("_reads", {})
-        with transaction.atomic(using=EPISODE_ALIAS):
+        with transaction.atomic(using=EPISODE_ALIAS), simulated_user_bound(self.simulated_user):
             errors, results = [], []
             pristine = True  # no write yet: a read returns what it returns on the snapshot (memoised)
             for index, call in enumerate(calls):
                 found = get_tool(call["tool"])
                 if found is None or found.group == "write":
                     pristine = False
+                # A question's reply is the task's user's, not the snapshot's: never shared between tasks.
+                shared = pristine and found is not None and found.group != CONVERSATION_GROUP
                 key = json.dumps([call["tool"], call.get("arguments") or {}], sort_keys=True, default=str)
-                if pristine and key in memo:
+                if shared and key in memo:
                     result = memo[key]
                 else:
                     result = invoke_tool(call["tool"], call.get("arguments") or {})
-                    if pristine and len(memo) < 20_000:
+                    if shared and len(memo) < 20_000:
                         memo[key] = result
                 results.append(result)
                 if isinstance(result, dict) and "error" in result:
@@ -737,9 +755,10 @@ def shared_replay_for(snapshot_id: int) -> SnapshotReplay | None:
 
 def rubric_check(
     *, criteria: list[dict], solution: dict, snapshot=None, replay: SnapshotReplay | None = None,
-    exhaustive: bool = False, instruction: str = "",
+    exhaustive: bool = False, instruction: str = "", simulated_user: dict | None = None,
 ) -> RubricCheck:  # fmt: skip
-    """Judge ``solution`` and its perturbed copies by the programmatic criteria on ``snapshot``.
+    """Judge ``solution`` and its perturbed copies by the programmatic criteria on ``snapshot``, the task's
+    ``simulated_user`` answering its questions (``ask_user``).
 
     With ``replay`` (a ``SnapshotReplay`` of the snapshot), calls are replayed in its scratch world (fast, for
     checking many tasks); otherwise each call list runs in a real episode, logged, as a reference run does.
@@ -747,22 +766,34 @@ def rubric_check(
     final answer reuse the reference's calls. Without ``exhaustive`` the copies stop at the first one detected
     (what "the rubric is not blind" needs); with it every copy is judged.
     """
-    from world_app.episodes import episode_close
-
     rows = _criterion_rows(criteria)
     calls = [{"tool": c["tool"], "arguments": c.get("arguments") or {}} for c in solution.get("calls") or []]
     answer = solution.get("final_answer") or ""
+    if replay is not None:
+        with replay.user_bound(simulated_user):
+            return _rubric_check(rows, calls, answer, replay=replay, snapshot=snapshot, exhaustive=exhaustive,
+                                 instruction=instruction, simulated_user=simulated_user)  # fmt: skip
+    return _rubric_check(rows, calls, answer, replay=None, snapshot=snapshot, exhaustive=exhaustive,
+                         instruction=instruction, simulated_user=simulated_user)  # fmt: skip
+
+
+def _rubric_check(
+    rows, calls: list[dict], answer: str, *, replay: SnapshotReplay | None, snapshot, exhaustive: bool,
+    instruction: str, simulated_user: dict | None,
+) -> RubricCheck:  # fmt: skip
+    from world_app.episodes import episode_close
+
     detected, undetected = [], []
     if replay is not None:
         replayer, differ = replay.results, replay.diff
     else:
 
         def replayer(some_calls: list[dict]) -> list:
-            with SnapshotReplay(snapshot) as scratch:
+            with SnapshotReplay(snapshot) as scratch, scratch.user_bound(simulated_user):
                 return scratch.results(some_calls)
 
         def differ(some_calls: list[dict]) -> dict:
-            with SnapshotReplay(snapshot) as scratch:
+            with SnapshotReplay(snapshot) as scratch, scratch.user_bound(simulated_user):
                 return scratch.diff(some_calls)
 
     def judge(perturbation: Perturbation, unmet: set[int], base: set[int]) -> None:
@@ -792,7 +823,7 @@ def rubric_check(
             (unmet,), _ = replay.unmet(rows, copy_calls, [copy_answer], instruction=instruction)
             judge(perturbation, unmet, base_unmet)
     else:
-        episode, call_errors, results = _run_calls(snapshot, calls, "rubric check: reference")
+        episode, call_errors, results = _run_calls(snapshot, calls, "rubric check: reference", simulated_user)
         try:
             reference_judgement = _judged(
                 rows, episode, answer, snapshot=snapshot, calls=calls, results=results, instruction=instruction
@@ -815,7 +846,7 @@ def rubric_check(
                 break
             label = f"rubric check: {perturbation.key}"
             copy_calls, copy_answer = perturbation.solution["calls"], perturbation.solution["final_answer"]
-            copy_episode, _, copy_results = _run_calls(snapshot, copy_calls, label)
+            copy_episode, _, copy_results = _run_calls(snapshot, copy_calls, label, simulated_user)
             try:
                 unmet = _unmet_of(
                     _judged(

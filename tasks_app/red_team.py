@@ -15,6 +15,9 @@ Must fail (a rubric that lets one pass pays for something other than the task):
 - ``echo``: no tool call; the instruction as the answer;
 - ``over_act[<tool>]``: the reference's calls plus one plausible extra write on an entity the task touched
   (another refund, a cancel, a ticket status change, an escalation, a resolution); only writes the tools accept;
+- ``guess``: on a task whose reference asks the user for a held-back fact (``ask_user``), the reference without
+  its questions: every later call and the answer as they were, the fact guessed right (a rubric must require
+  that the agent asked, not only that it got lucky);
 - the perturbations of ``tasks_app.perturbations`` made real with the reference's results: ``drop_write``,
   ``drop_fact`` (every occurrence of the fact), ``change_argument`` (a changed read drops the facts it gave),
   ``first_page_only`` (later-page ids leave the answer too).
@@ -64,7 +67,7 @@ from tasks_app.perturbations import (
 
 MUST_FAIL, MUST_PASS = "must_fail", "must_pass"
 REFERENCE = "reference"
-DUMP, SPRAY, NO_CALL, ECHO, OVER_ACT = "dump", "spray", "no_call", "echo", "over_act"
+DUMP, SPRAY, NO_CALL, ECHO, OVER_ACT, GUESS = "dump", "spray", "no_call", "echo", "over_act", "guess"
 REORDER_READS, EXTRA_READ, BIGGER_PAGE, FORMATS, REWORD = (
     "reorder_reads",
     "extra_read",
@@ -73,7 +76,7 @@ REORDER_READS, EXTRA_READ, BIGGER_PAGE, FORMATS, REWORD = (
     "reword",
 )
 BLUNT_KINDS = (DUMP, SPRAY, NO_CALL, ECHO)
-MUST_FAIL_KINDS = (*BLUNT_KINDS, OVER_ACT, DROP_WRITE, DROP_FACT, CHANGE_ARGUMENT, FIRST_PAGE_ONLY)
+MUST_FAIL_KINDS = (*BLUNT_KINDS, OVER_ACT, GUESS, DROP_WRITE, DROP_FACT, CHANGE_ARGUMENT, FIRST_PAGE_ONLY)
 MUST_PASS_KINDS = (REORDER_READS, EXTRA_READ, BIGGER_PAGE, FORMATS, REWORD)
 POLICY_KINDS = (*MUST_FAIL_KINDS, *MUST_PASS_KINDS)
 # A blunt policy earning more than this partial reward games the rubric even when a required criterion fails it.
@@ -112,6 +115,9 @@ def _tool(name: str):
     from world_app.tools.registry import get_tool
 
     return get_tool(name)
+
+
+CONVERSATION = "conversation"  # the registry's group of the contract's conversation tools (ask_user)
 
 
 def _group(name: str) -> str:
@@ -175,6 +181,9 @@ def red_team_policies(
     for tool, arguments in _extra_writes(instruction, calls, results, replay, outcome):
         add(f"{OVER_ACT}[{tool}]", f"the reference plus an extra {tool}({arguments})", [*calls, {"tool": tool,
             "arguments": arguments}], answer)  # fmt: skip
+    unasked = [c for c in calls if _group(c["tool"]) != CONVERSATION]
+    if len(unasked) < len(calls):
+        add(GUESS, "the reference without its questions to the user (the held-back facts guessed)", unasked, answer)
     for p in reference_perturbations(
         {"calls": calls, "final_answer": answer}, results=results, replay=replay, instruction=instruction,
         world_diff=world_diff,
@@ -337,7 +346,8 @@ def _extra_writes(
 
 
 def _reordered_reads(instruction: str, calls: list[dict], results: list) -> list[dict] | None:
-    """The reads of each run between writes in reverse order where no read needs an id an earlier one gave."""
+    """The reads of each run between writes (and questions to the user) in reverse order where no read needs an id
+    an earlier one gave."""
     given = set(_ids(instruction))
     order: list[int] = []
     segment: list[int] = []
@@ -361,7 +371,7 @@ def _reordered_reads(instruction: str, calls: list[dict], results: list) -> list
         segment.clear()
 
     for index, call in enumerate(calls):
-        if _group(call["tool"]) == "write":
+        if _group(call["tool"]) in ("write", CONVERSATION):  # a question stays where it is: reads may use its reply
             flush()
             order.append(index)
         else:
@@ -625,10 +635,18 @@ def replay_vocabulary(replay) -> str:
     return _vocabulary_for(replay.snapshot.pk, titles)
 
 
-def red_team_check(*, criteria: list, instruction: str, solution: dict, replay) -> RedTeamReport:
+def red_team_check(
+    *, criteria: list, instruction: str, solution: dict, replay, simulated_user: dict | None = None
+) -> RedTeamReport:
     """Judge the reference and every red-team policy through ``rubrics_app.judgement.trajectory_judge`` in
     ``replay``'s scratch world (a ``tasks_app.perturbations.SnapshotReplay``; llm criteria pending);
-    ``criteria`` are dicts (a library task's) or ``Criterion`` rows."""
+    ``criteria`` are dicts (a library task's) or ``Criterion`` rows; ``simulated_user`` answers the questions
+    (``ask_user``) of every policy, as it answers the agent's."""
+    with replay.user_bound(simulated_user):
+        return _red_team_check(criteria=criteria, instruction=instruction, solution=solution, replay=replay)
+
+
+def _red_team_check(*, criteria: list, instruction: str, solution: dict, replay) -> RedTeamReport:
     from rubrics_app.judgement import rubric_of
 
     rows = rubric_of(criteria)
@@ -734,9 +752,10 @@ def version_red_team(version) -> list[RedTeamPolicy]:
 
     shared = shared_replay_for(version.snapshot_id)
     if shared is not None:
-        built = build(shared)
+        with shared.user_bound(version.simulated_user):
+            built = build(shared)
     else:
-        with SnapshotReplay(version.snapshot) as replay:
+        with SnapshotReplay(version.snapshot) as replay, replay.user_bound(version.simulated_user):
             built = build(replay)
     found = [RedTeamPolicy(REFERENCE, REFERENCE, MUST_PASS, "the reference solution", solution), *built]
     if len(_VERSION_POLICIES) >= _VERSION_POLICIES_MAX:

@@ -94,6 +94,7 @@ def release_row_payload(row: ReleaseRow, *, release: Release | None = None, tool
         "tools": [tools_by_name[name] for name in content.get("tools", []) if name in tools_by_name],
         "rubric": content["rubric"],
         "metadata": content.get("metadata", {}),
+        "simulated_user": content.get("simulated_user") or {},
         "checksum": row.checksum,
     }
 

@@ -237,7 +237,7 @@ def _versions_content(version_ids: list[int], *, tool_names: list[str]) -> dict[
 
     versions = TaskVersion.objects.filter(pk__in=version_ids).values(
         "id", "instruction", "title", "tags", "number", "content_hash", "task_type", "difficulty", "family",
-        "snapshot__version", "task__source_key",
+        "snapshot__version", "task__source_key", "simulated_user",
     )  # fmt: skip
     rubrics: dict[int, list[dict]] = {pk: [] for pk in version_ids}
     criteria = Criterion.objects.filter(version_id__in=version_ids).order_by("version_id", "position")
@@ -263,6 +263,9 @@ def _versions_content(version_ids: list[int], *, tool_names: list[str]) -> dict[
             },
             "_row": {"task_type": v["task_type"], "difficulty": v["difficulty"], "family": v["family"]},
         }
+        if v["simulated_user"]:
+            # Who answers the agent's questions (ask_user) in the row's episodes: frozen with the row.
+            found[v["id"]]["simulated_user"] = v["simulated_user"]
     return found
 
 

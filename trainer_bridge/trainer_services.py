@@ -204,6 +204,7 @@ def trainer_episode_open(*, row: ReleaseRow, token: ApiToken | None, credential:
         label=f"release {row.release.slug} row {row.pk}"[:200],
         owner_id=credential.user_id,
         credential=credential.key,
+        simulated_user=(row.content or {}).get("simulated_user") or {},
     )
     opened = TrainerEpisode.objects.create(episode=episode, release=row.release, row=row, split=row.split, token=token)
     opened.owner_id = credential.user_id

@@ -18,7 +18,8 @@ environment_factory works", and ``GRPOTrainer``'s docstring, ``trl/trainer/grpo_
   reward source (weight 1).
 
 Here: ``CorecraftEnv`` opens a Corecraft episode for the row (dataset columns ``release`` and ``row_id``, as the
-HF/TRL export writes them) in ``reset``; the 23 tools are generated as methods from their schemas; the final answer
+HF/TRL export writes them) in ``reset``; the contract's tools (23 world tools and ask_user) are generated as
+methods from their schemas; the final answer
 is the model's last assistant message, so the reward comes from ``corecraft_reward`` (``reward_funcs``), which
 finishes the group's episodes in one ``/api/v1/rewards/batch/`` call. ``CorecraftSubmitEnv`` instead gives the model a
 ``submit_answer`` tool and owns its reward through ``get_reward`` (our finish endpoint).
@@ -56,7 +57,8 @@ JSON_TYPES: dict[str, Any] = {"string": str, "integer": int, "number": float, "b
 
 
 def bundled_tool_schemas() -> list[dict]:
-    """The 23 tools' OpenAI schemas shipped with this package (generated from the server's registry)."""
+    """The agent contract's OpenAI tool schemas shipped with this package (the 23 world tools and ask_user,
+    generated from the server's registry)."""
     return json.loads(TOOL_SCHEMAS_FILE.read_text(encoding="utf-8"))
 
 

@@ -1,10 +1,11 @@
 """The agent contract: what every agent working in this world is given, defined once and versioned.
 
-The system prompt (its policy section rendered from ``world_app.policies``), the tool list (the registry's
-schemas) and the limits (turns, tokens, wall time). Calibration rollouts, the trainer API's episode, the verl and
-HF/TRL export rows and the MCP server all render it from here, so a pass rate measured in calibration is measured
-under the contract a trainer trains with. ``version`` is a hash of all three: change any and it changes; it is
-recorded on every rollout and frozen into every release.
+The system prompt (its policy section rendered from ``world_app.policies``), the tool list (the registry's schemas:
+the 23 world tools and the conversation tools, ``CONVERSATION_TOOLS``, whose answers come from the episode's simulated
+user, ``world_app.conversation``) and the limits (turns, tokens, wall time). Calibration rollouts, the trainer API's
+episode, the verl and HF/TRL export rows and the MCP server all render it from here, so a pass rate measured in
+calibration is measured under the contract a trainer trains with. ``version`` is a hash of all three: change any and
+it changes; it is recorded on every rollout and frozen into every release.
 
 The compact rendering (``tool_list("compact")``, ``compact_tools``) is the same tools for a model with a short
 context: same names, parameters, types, enums, bounds and required lists, the tool descriptions in full (their
@@ -34,6 +35,8 @@ How to work:
 - Searches return pages of results: while a result says has_more, call again with offset + limit; read further \
 pages when the answer may be on them.
 - Make only the changes the request needs, and check each tool result (a result with "error" changed nothing).
+- When the request leaves out something you need that the tools cannot tell you (which order, which dates, a \
+choice that is theirs), ask the person who sent it with ask_user instead of guessing; their reply is its result.
 - When you are done, answer in plain text with what you found or did, including the numbers and ids that matter.
   Your reply without a tool call is your final answer: the conversation ends there.
 
@@ -42,6 +45,11 @@ Corecraft policies you must apply (the tools enforce some of them, you are respo
 - Loyalty discounts apply to merchandise, never to shipping: {LOYALTY_TEXT}.
 - Ground shipping is free over ${FREE_GROUND_SHIPPING_OVER}.
 """
+
+
+# The contract's conversation tools: asking the person who sent the request is a turn of the conversation, served
+# as a tool on every surface (rollouts, the trainer API, MCP), answered by the episode's simulated user.
+CONVERSATION_TOOLS = ("ask_user",)
 
 
 # The compact rendering's rules: bump when ``compact_tools`` changes what it writes (it is part of the version).
@@ -190,8 +198,12 @@ def _compact_description(text: str, name: str | None, node: dict) -> str:
 @cache
 def agent_contract() -> AgentContract:
     """The contract of this code: built once per process (policies and tools are code, not data)."""
-    from world_app.tools.registry import tool_schemas
+    from django.core.exceptions import ImproperlyConfigured
 
+    from world_app.tools.registry import conversation_tools, tool_schemas
+
+    if tuple(t.name for t in conversation_tools()) != CONVERSATION_TOOLS:
+        raise ImproperlyConfigured("the registry's conversation tools are not the contract's CONVERSATION_TOOLS")
     prompt = system_prompt_render()
     tools = tuple(tool_schemas("openai"))
     limits = ContractLimits()

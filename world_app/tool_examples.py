@@ -222,7 +222,13 @@ def example_arguments() -> dict[str, dict]:
             "name": f"{build.name} (revised)" if build else "Revised build",
             "status": "saved",
         },
+        "ask_user": {"message": "Sorry to hear that! Which order is it? Could you give me the order number?"},
     }
+
+
+def example_simulated_user(order_id: str) -> dict:
+    """Who answers the conversation tool's example: a customer who gives the order number when asked."""
+    return {"facts": [{"key": "order_number", "topics": ["order number", "which order"], "reply": f"It's {order_id}."}]}
 
 
 # --- running them -------------------------------------------------------------------------------------------------
@@ -246,6 +252,12 @@ def tool_examples_run(*, snapshot: WorldSnapshot) -> dict[str, ToolExample]:
             episode = readers
             if found.group == "write":
                 episode = episode_create(snapshot=snapshot, label=EPISODE_LABEL)
+                used.append(episode.pk)
+            elif found.group == "conversation":  # answered by the episode's simulated user: one who knows the order
+                order_id = arguments.get("get_order_details", {}).get("order_id", "ord-00001")
+                episode = episode_create(
+                    snapshot=snapshot, label=EPISODE_LABEL, simulated_user=example_simulated_user(order_id)
+                )
                 used.append(episode.pk)
             args = arguments.get(found.name, {})
             result = call_tool(episode, found.name, args)

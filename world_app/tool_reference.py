@@ -23,6 +23,7 @@ GROUP_TITLES = {
     "read": "Read: one record and what hangs off it",
     "compute": "Compute: prices, refunds and compatibility, without writing",
     "write": "Write: change the episode's world, by the business rules",
+    "conversation": "Conversation: ask the person who sent the request (answered by the task's simulated user)",
 }
 
 

@@ -1,4 +1,5 @@
-"""The agent loop: a Corecraft Computers support agent, a task's instruction and the 23 tools, over a chat endpoint.
+"""The agent loop: a Corecraft Computers support agent, a task's instruction and the contract's tools (23 world
+tools and ask_user, a question to the person who sent the request), over a chat endpoint.
 
 ``agent_loop`` asks the model for a turn, runs each tool call it makes in the episode, shows it the results and
 asks again, until the model answers without a tool call (the final answer) or a limit of turns, tokens or wall time

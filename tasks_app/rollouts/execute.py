@@ -88,6 +88,7 @@ def rollout_trajectory(rollout: Rollout) -> Trajectory:
         tool_calls=rollout.tool_calls or [],
         final_answer=rollout.final_answer,
         episode=rollout.episode_id,
+        simulated_user=version.simulated_user,
     )
 
 
@@ -138,6 +139,7 @@ def rollout_execute(*, rollout: Rollout, judge: bool = True, judge_config=None, 
                 tool_calls=_storable(run.tool_calls),
                 final_answer=run.final_answer.replace("\x00", ""),
                 episode=episode,
+                simulated_user=version.simulated_user,
             )
             judgement = trajectory_judge(rubric=rubric_of_version(version), trajectory=trajectory)
     except Exception as exc:
@@ -165,7 +167,9 @@ def _rollout_begin(rollout: Rollout):
         except Exception:
             logger.exception("rollout %s: could not close the episode of its last attempt", rollout.pk)
     episode = episode_create(
-        snapshot=rollout.version.snapshot, label=f"rollout {rollout.pk}: {rollout.policy_label}"[:200]
+        snapshot=rollout.version.snapshot,
+        label=f"rollout {rollout.pk}: {rollout.policy_label}"[:200],
+        simulated_user=rollout.version.simulated_user,
     )
     rollout.episode = episode
     rollout.status = RolloutStatus.RUNNING

@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 # stale. Directories mean every .py file under them.
 GATE_CODE_PATHS = (
     "tasks_app/red_team.py",
+    "world_app/conversation.py",
     "tasks_app/perturbations.py",
     "rubrics_app/judgement.py",
     "rubrics_app/programmatic.py",
@@ -64,8 +65,16 @@ def snapshot_identity(snapshot) -> str:
     return f"{snapshot.content_checksum}:{snapshot.schema_fingerprint}:{now}"
 
 
-def gate_key_of(*, instruction: str, criteria_hashes: Iterable[str], reference_solution: dict, snapshot) -> str:
-    """The gate key of a task's content on ``snapshot`` under the current gate code (see the module docstring)."""
+def gate_key_of(
+    *,
+    instruction: str,
+    criteria_hashes: Iterable[str],
+    reference_solution: dict,
+    snapshot,
+    simulated_user: dict | None = None,
+) -> str:
+    """The gate key of a task's content on ``snapshot`` under the current gate code (see the module docstring);
+    a task's simulated user (who answers ``ask_user``) is part of it when it has one."""
     payload = {
         "code": gate_code_version(),
         "snapshot": snapshot_identity(snapshot),
@@ -73,6 +82,8 @@ def gate_key_of(*, instruction: str, criteria_hashes: Iterable[str], reference_s
         "criteria": list(criteria_hashes),
         "reference_solution": reference_solution or {},
     }
+    if simulated_user:
+        payload["simulated_user"] = simulated_user
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -80,7 +91,8 @@ def gate_key(version: TaskVersion) -> str:
     """The gate key of a task version on its snapshot."""
     hashes = list(version.criteria.order_by("position").values_list("content_hash", flat=True))
     return gate_key_of(instruction=version.instruction, criteria_hashes=hashes,
-                       reference_solution=version.reference_solution or {}, snapshot=version.snapshot)  # fmt: skip
+                       reference_solution=version.reference_solution or {}, snapshot=version.snapshot,
+                       simulated_user=version.simulated_user)  # fmt: skip
 
 
 @contextmanager
@@ -136,10 +148,20 @@ def rubric_gate_compute(*, version: TaskVersion, replay=None) -> RubricGate:
     if replay is None:
         with SnapshotReplay(version.snapshot) as scratch:
             report = red_team_check(
-                criteria=criteria, instruction=version.instruction, solution=solution, replay=scratch
+                criteria=criteria,
+                instruction=version.instruction,
+                solution=solution,
+                replay=scratch,
+                simulated_user=version.simulated_user,
             )
     else:
-        report = red_team_check(criteria=criteria, instruction=version.instruction, solution=solution, replay=replay)
+        report = red_team_check(
+            criteria=criteria,
+            instruction=version.instruction,
+            solution=solution,
+            replay=replay,
+            simulated_user=version.simulated_user,
+        )
     return rubric_gate_store(version=version, findings=report.as_dict(), source="red team check")
 
 

@@ -76,7 +76,9 @@ def reference_solution_run(*, version: TaskVersion, user) -> ReferenceRun:
     if not solution.calls and not solution.final_answer:
         raise ValidationError("reference_solution: record the calls and final answer first")
     episode = episode_create(
-        snapshot=version.snapshot, label=f"task {version.task_id} v{version.number} reference solution"
+        snapshot=version.snapshot,
+        label=f"task {version.task_id} v{version.number} reference solution",
+        simulated_user=version.simulated_user,
     )
     try:
         call_results = []
@@ -92,6 +94,7 @@ def reference_solution_run(*, version: TaskVersion, user) -> ReferenceRun:
             tool_calls=call_results,
             final_answer=solution.final_answer,
             episode=episode,
+            simulated_user=version.simulated_user,
         )
         judgement = trajectory_judge(rubric=rubric_of_version(version), trajectory=trajectory)
     finally:

@@ -55,13 +55,14 @@ from tasks_app.services.gates import (
 from tasks_app.services.reference_solution import reference_solution_validate
 from tasks_app.services.reviews import GateRefused, comment_add, review_approve, review_claim, review_release
 from tasks_app.services.tasks import task_create, task_submit_for_review, task_update
+from world_app.conversation import simulated_user_validate
 
 STARTER_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "starter_tasks"
 LIBRARY_AUTHOR = "corecraft-library"
 LIBRARY_REVIEWER = "corecraft-library-review"
 LOAD_STATUSES = (TaskStatus.APPROVED, TaskStatus.DRAFT)
 REQUIRED_FIELDS = ("key", "title", "task_type", "difficulty", "instruction", "criteria", "reference_solution")
-OPTIONAL_FIELDS = ("family", "tags", "reviewer_notes")
+OPTIONAL_FIELDS = ("family", "tags", "reviewer_notes", "simulated_user")
 KEY = re.compile(r"^[a-z0-9][a-z0-9_-]{1,150}$")
 APPROVAL_COMMENT = "Library task: its {what} was reviewed in the repository; approved on load ({loaded_by})."
 GATE_REFUSED_COMMENT = (
@@ -208,6 +209,12 @@ def library_task_validate(data: Any, *, source_key: str | None = None, where: st
             solution = reference_solution_validate(data["reference_solution"])
         except ValidationError as exc:
             problems.extend(f"{where}: {m}" for m in exc.messages)
+    user: dict = {}
+    try:
+        user = simulated_user_validate(data.get("simulated_user"))
+    except ValueError as exc:
+        problems.extend(f"{where}: {m}" for m in str(exc).split("; "))
+    problems.extend(f"{where}: {m}" for m in _conversation_problems(user, criteria, solution))
     if problems:
         raise ValidationError(problems)
     fields = {
@@ -219,8 +226,35 @@ def library_task_validate(data: Any, *, source_key: str | None = None, where: st
         "instruction": str(data["instruction"]).strip(),
         "reviewer_notes": str(data.get("reviewer_notes") or "").strip(),
         "reference_solution": solution,
+        "simulated_user": user,
     }
     return LibraryTask(source_key=source_key or f"starter:{key}", fields=fields, criteria=criteria)
+
+
+def _conversation_problems(user: dict, criteria: list[dict], solution: dict) -> list[str]:
+    """A scripted user's facts against the criteria that name them and the reference's questions: every fact a
+    criterion names is the user's, and every fact a criterion requires the reference actually asks for."""
+    from world_app.contract import CONVERSATION_TOOLS
+    from world_app.conversation import facts_disclosed
+
+    problems = []
+    asks = [c for c in solution.get("calls") or [] if c.get("tool") in CONVERSATION_TOOLS]
+    if asks and not user:
+        problems.append("reference_solution: it asks the user (ask_user) but there is no simulated_user to answer")
+    facts = {f["key"] for f in (user or {}).get("facts", [])}
+    asked = {k for c in asks for k in facts_disclosed(user, str((c.get("arguments") or {}).get("message", "")))}
+    for index, criterion in enumerate(criteria):
+        spec = criterion.get("spec") or {}
+        if criterion.get("kind") != "tool_call" or spec.get("expect") != "asked":
+            continue
+        fact = spec.get("fact")
+        if fact not in facts:
+            problems.append(f"criteria[{index}].spec.fact: {fact!r} is no fact of the simulated_user "
+                            f"({', '.join(sorted(facts)) or 'there is none'})")  # fmt: skip
+        elif fact not in asked:
+            problems.append(f"criteria[{index}].spec.fact: the reference never asks for {fact!r} (no ask_user "
+                            "message of it mentions one of the fact's topics)")  # fmt: skip
+    return problems
 
 
 def starter_files(path: Path | str | None = None) -> list[Path]:
@@ -490,14 +524,15 @@ def library_gates_compute(
     with SnapshotReplay(snapshot) as replay:
         for task in tasks:
             solution = task.fields["reference_solution"]
+            user = task.fields.get("simulated_user") or {}
             key = gate_key_of(instruction=task.fields["instruction"], criteria_hashes=task.criteria_hashes(),
-                              reference_solution=solution, snapshot=snapshot)  # fmt: skip
+                              reference_solution=solution, snapshot=snapshot, simulated_user=user)  # fmt: skip
             entry = stored.get(key)
             if entry is not None:
                 result.from_file += 1
             elif compute:
                 report = red_team_check(criteria=task.criteria, instruction=task.fields["instruction"],
-                                        solution=solution, replay=replay)  # fmt: skip
+                                        solution=solution, replay=replay, simulated_user=user)  # fmt: skip
                 entry = gate_entry(report.as_dict())
                 result.reports.append(report)
                 result.computed += 1

@@ -16,6 +16,8 @@ from rubrics_app.models import Criterion
 from tasks_app.models import Difficulty, Task, TaskStatus, TaskType, TaskVersion
 from tasks_app.permissions import task_create_check, task_edit_check, task_retire_check
 from tasks_app.services.reference_solution import reference_solution_validate
+from world_app.contract import CONVERSATION_TOOLS
+from world_app.conversation import simulated_user_validate
 
 # The authored fields a version holds, besides its criteria.
 VERSION_FIELDS = (
@@ -28,7 +30,10 @@ VERSION_FIELDS = (
     "snapshot",
     "reviewer_notes",
     "reference_solution",
+    "simulated_user",
 )
+# Fields hashed into a version's content only when set (versions without them keep the hash they had).
+HASHED_WHEN_SET = ("simulated_user",)
 LIST_FIELDS = ("title", "task_type", "difficulty", "family", "tags")  # copied onto the Task for lists and filters
 EDITABLE_STATUSES = (TaskStatus.DRAFT, TaskStatus.CHANGES_REQUESTED, TaskStatus.APPROVED)
 
@@ -68,6 +73,14 @@ def _clean_fields(fields: dict[str, Any]) -> dict[str, Any]:
         solution = reference_solution_validate(solution) if solution else {}
     except ValidationError as exc:
         problems.extend(exc.messages)
+    user: dict = {}
+    try:
+        user = simulated_user_validate(fields.get("simulated_user") or {})
+    except ValueError as exc:
+        problems.extend(str(exc).split("; "))
+    asks = [c.get("tool") for c in solution.get("calls") or [] if c.get("tool") in CONVERSATION_TOOLS]
+    if asks and not user and not problems:
+        problems.append("reference_solution: it asks the user (ask_user) but the task has no simulated_user to answer")
     if problems:
         raise ValidationError(problems)
     return {
@@ -78,11 +91,16 @@ def _clean_fields(fields: dict[str, Any]) -> dict[str, Any]:
         "instruction": fields["instruction"].strip(),
         "reviewer_notes": (fields.get("reviewer_notes") or "").strip(),
         "reference_solution": solution,
+        "simulated_user": user,
     }
 
 
 def _version_hash(fields: dict[str, Any], criteria_hashes: list[tuple[str, str]]) -> str:
-    payload = {name: fields[name] for name in VERSION_FIELDS if name != "snapshot"}
+    payload = {
+        name: fields[name]
+        for name in VERSION_FIELDS
+        if name != "snapshot" and (name not in HASHED_WHEN_SET or fields.get(name))
+    }
     payload["snapshot"] = fields["snapshot"].pk
     payload["criteria"] = criteria_hashes
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
@@ -144,6 +162,7 @@ def task_create(
     reviewer_notes: str = "",
     criteria: list[dict] | None = None,
     reference_solution: dict | None = None,
+    simulated_user: dict | None = None,
 ) -> Task:
     """A new draft task and its version 1. ``snapshot`` defaults to the latest published world snapshot."""
     task_create_check(user)
@@ -162,6 +181,7 @@ def task_create(
             "snapshot": snapshot,
             "reviewer_notes": reviewer_notes,
             "reference_solution": reference_solution or {},
+            "simulated_user": simulated_user or {},
         }
     )
     rows = _criteria_rows(criteria_validate(list(criteria or [])))
@@ -190,6 +210,7 @@ def task_update(
     reviewer_notes: str = _UNCHANGED,
     criteria: list[dict] = _UNCHANGED,
     reference_solution: dict = _UNCHANGED,
+    simulated_user: dict = _UNCHANGED,
 ) -> Task:
     """Save an edit as a new immutable version; arguments left out keep the current version's value.
 
@@ -219,6 +240,7 @@ def task_update(
         "tags": tags,
         "reviewer_notes": reviewer_notes,
         "reference_solution": reference_solution,
+        "simulated_user": simulated_user,
     }
     fields = _clean_fields(
         {name: getattr(current, name) if value is _UNCHANGED else value for name, value in given.items()}

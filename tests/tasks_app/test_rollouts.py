@@ -70,9 +70,10 @@ def test_a_model_rollout_records_the_whole_conversation_and_is_judged(world, mon
     assert world.order.pk in json.dumps(rollout.tool_calls[0]["result"])
     assert all(c["latency_ms"] >= 0 for c in rollout.tool_calls) and rollout.latency_ms > 0
     assert json.loads(rollout.messages[3]["content"]) == rollout.tool_calls[0]["result"]
-    # The model saw the 23 tools, the system prompt and the instruction, and its sampling parameters.
+    # The model saw the contract's tools (23 world tools + ask_user), the system prompt and the instruction, and its
+    # sampling parameters.
     assert len(requests) == 3
-    assert requests[0]["tools"] == tool_schemas("openai") and len(requests[0]["tools"]) == 23
+    assert requests[0]["tools"] == tool_schemas("openai") and len(requests[0]["tools"]) == 23 + 1
     assert [m["role"] for m in requests[0]["messages"]] == ["system", "user"]
     assert requests[0]["temperature"] == 0.2
     assert requests[2]["messages"][-1]["role"] == "tool"

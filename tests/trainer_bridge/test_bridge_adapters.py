@@ -102,7 +102,7 @@ def test_the_shipped_tool_files_match_the_registry():
     )
     assert (CONFIGS / "verl_tool_config.yaml").read_text() == build.verl_tool_config_text()
     config = yaml.safe_load((CONFIGS / "verl_tool_config.yaml").read_text())
-    assert len(config["tools"]) == 23
+    assert len(config["tools"]) == 23 + 1  # 23 world tools + ask_user
     assert {t["class_name"] for t in config["tools"]} == {"trainer_bridge.verl_agent.CorecraftTool"}
     assert config["tools"][0]["tool_schema"] == trl_env.bundled_tool_schemas()[0]
 

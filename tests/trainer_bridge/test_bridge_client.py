@@ -175,7 +175,7 @@ def test_the_client_drives_a_whole_rollout_on_a_live_server(live_server):
     row = tw.rows("train", llm=False)[0]
 
     opened = client.create_episode(release=tw.release.slug, row_id=row.pk)
-    assert opened.row_id == row.pk and opened.split == "train" and len(opened.tools) == 23
+    assert opened.row_id == row.pk and opened.split == "train" and len(opened.tools) == 23 + 1  # world tools + ask_user
     looked = client.call_tool(opened.episode_id, "get_order_details", {"order_id": tw.order_id})
     assert looked.is_error is False and looked.seq == 1 and tw.order_id in looked.as_text()
     refused = client.call_tool(
@@ -221,7 +221,7 @@ def test_the_client_reads_releases_and_rows_on_a_live_server(live_server):
     assert manifest.slug == "live-r2" and set(manifest.splits) == {"train"}  # no holdout counts for train:read
     rows = list(client.rows("live-r2", split="train", page_size=3))  # 4 rows: two pages
     assert sorted(r.row_id for r in rows) == sorted(r.pk for r in tw.rows("train"))
-    assert all(r.split == "train" and r.instruction and len(r.tools) == 23 for r in rows)
+    assert all(r.split == "train" and r.instruction and len(r.tools) == 23 + 1 for r in rows)  # world tools + ask_user
     streamed = list(client.stream_rows("live-r2", split="train"))
     assert sorted(r["row_id"] for r in streamed) == sorted(r.row_id for r in rows)
     with pytest.raises((NotFoundError, PermissionDeniedError)):

@@ -152,5 +152,5 @@ def test_mcp_task_mode_serves_the_row_and_finish_pays_what_the_trainer_api_pays(
     assert refused["half_spec"][0] == 400
     assert refused["unknown_release"][0] == 404
     assert refused["plain_status"] == 201
-    assert refused["plain_prompts"] == [] and refused["plain_tools"] == 23
+    assert refused["plain_prompts"] == [] and refused["plain_tools"] == 23 + 1  # 23 world tools + ask_user
     assert refused["plain_finish"]["result"]["error"]["code"] == "unknown_tool"

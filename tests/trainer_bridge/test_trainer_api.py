@@ -67,7 +67,7 @@ def test_open_call_finish_gives_the_frozen_rubrics_reward(tw):
     status, opened = post(client, "/api/v1/rollouts/episodes/", {"release": tw.release.slug, "row_id": row.pk})
     assert status == 201, opened
     assert opened["instruction"] == row.content["instruction"] and opened["split"] == "train"
-    assert len(opened["tools"]) == 23 and opened["tools"][0]["type"] == "function"
+    assert len(opened["tools"]) == 23 + 1 and opened["tools"][0]["type"] == "function"
     assert opened["snapshot_version"] == row.content["snapshot_version"] and opened["max_turns"] > 0
     episode_id = opened["episode_id"]
     link = TrainerEpisode.objects.get(pk=episode_id)

@@ -180,7 +180,7 @@ def run_groups(tw, client: CorecraftClient, tmp_path: Path, monkeypatch) -> None
     worker = AgentLoopWorker(config, llm_client=server)
     # verl's registry points at an importable class (fix (a): a <locals> target failed rollouts 1-3 of a group).
     assert _agent_loop_registry["corecraft_agent"]["_target_"] == "trainer_bridge.verl_agent.CorecraftAgentLoop"
-    assert len(worker.tools) == 23
+    assert len(worker.tools) == 23 + 1  # 23 world tools + ask_user
 
     # One batch: a GRPO group of 4 rollouts of a row, and a group of 2 whose prompt is longer (a system message
     # of its own): prompts of different lengths in one batch.

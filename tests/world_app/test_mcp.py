@@ -326,8 +326,8 @@ def test_mcp_over_streamable_http_end_to_end(mcp_world):
 
         assert first["server_name"] == "corecraft-computers"
         assert "offset + limit" in first["instructions"]
-        # The 23 tools, with the registry's schemas verbatim.
-        assert len(first["tools"]) == 23
+        # The 23 world tools and ask_user, with the registry's schemas verbatim.
+        assert len(first["tools"]) == 23 + 1
         assert first["tools"] == registry
 
         # Paging: offsets 0, 10, 20; one total throughout; every ticket exactly once.
@@ -438,4 +438,4 @@ def test_an_mcp_1x_client_shows_why_an_episode_is_refused(mcp_world):
     # The message the server wrote, not "Session terminated" (what a 1.x client makes of a 404).
     assert "no episode" in seen["unknown"] and "POST /mcp/episodes" in seen["unknown"]
     assert seen["closed"]["is_error"] and json.loads(seen["closed"]["text"])["error"]["code"] == "episode_closed"
-    assert seen["open"]["tools"] == 23 and not seen["open"]["is_error"]
+    assert seen["open"]["tools"] == 23 + 1 and not seen["open"]["is_error"]

@@ -129,6 +129,10 @@ class RowOutputSerializer(serializers.Serializer):
     tools = serializers.ListField(child=serializers.DictField(), help_text="OpenAI tool schemas.")
     rubric = serializers.ListField(child=serializers.DictField(), help_text="The frozen criteria of this row.")
     metadata = serializers.DictField()
+    simulated_user = serializers.DictField(
+        help_text="Who answers the agent's ask_user questions in this row's episodes (facts held back from the "
+        "instruction, each with its scripted reply); empty: no one. For the environment, not for the model."
+    )
     checksum = serializers.CharField()
 
 

@@ -2,9 +2,9 @@
 
     DJANGO_SETTINGS_MODULE=corecraft_site.settings python -m trainer_bridge.configs.build
 
-Writes ``tool_schemas.json`` (the 23 tools, OpenAI format; the TRL environment's methods are made from it) and
-``verl_tool_config.yaml`` (verl's ``multi_turn.tool_config_path``). ``tests/trainer_bridge/test_bridge_adapters.py``
-fails when either file is stale.
+Writes ``tool_schemas.json`` (the agent contract's tools: 23 world tools and ask_user, OpenAI format; the TRL
+environment's methods are made from it) and ``verl_tool_config.yaml`` (verl's ``multi_turn.tool_config_path``).
+``tests/trainer_bridge/test_bridge_adapters.py`` fails when either file is stale.
 """
 
 from __future__ import annotations

@@ -152,18 +152,30 @@ def _catch_up(hot: HotEpisode) -> None:
 
 @transaction.atomic
 def episode_create(
-    *, snapshot: WorldSnapshot | None = None, label: str = "", owner_id: int | None = None, credential: str = ""
+    *,
+    snapshot: WorldSnapshot | None = None,
+    label: str = "",
+    owner_id: int | None = None,
+    credential: str = "",
+    simulated_user: dict | None = None,
 ) -> Episode:
     """A new episode on ``snapshot`` (None: the latest), its private world ready in this process.
 
     ``owner_id`` and ``credential`` say who opened it (``world_app.episodes.owners``); none for internal ones.
+    ``simulated_user``: who answers the agent's ``ask_user`` questions (a spec of ``world_app.conversation``,
+    validated here); none: no one.
     """
+    from world_app.conversation import simulated_user_validate
+
+    user = simulated_user_validate(simulated_user)
     if snapshot is None:
         # world_app.snapshots imports this package; importing it at call time keeps either import order working.
         from world_app.snapshots import snapshot_latest
 
         snapshot = snapshot_latest()
-    episode = Episode.objects.create(snapshot=snapshot, label=label, owner_id=owner_id, credential=credential)
+    episode = Episode.objects.create(
+        snapshot=snapshot, label=label, owner_id=owner_id, credential=credential, simulated_user=user
+    )
     episode_cache.checkin(episode_cache.add_and_checkout(_hot_new(episode.pk, snapshot.pk)))
     return episode
 

@@ -147,7 +147,7 @@ def mcp_server_build(
     tasks: McpTaskProvider | None = None,
     credential: Credential | None = None,
 ) -> Server:
-    """The SDK server for the 23 tools.
+    """The SDK server for the agent contract's tools (23 world tools and ask_user).
 
     With ``episode_id`` (stdio) every call goes to that episode; without it (HTTP) each request names its
     episode through the HTTP layer (``EPISODE_STATE_KEY`` in the request state). With ``tasks`` an episode

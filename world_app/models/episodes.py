@@ -68,6 +68,9 @@ class Episode(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="episodes"
     )
     credential = models.CharField(max_length=64, blank=True, db_index=True, editable=False)
+    # Who answers the agent's questions (``ask_user``): a simulated user spec (``world_app.conversation``), the
+    # task's; empty: no one is on the other end.
+    simulated_user = models.JSONField(default=dict, blank=True, editable=False)
 
     class Meta:
         ordering = ["-created_at"]

@@ -1,4 +1,5 @@
-"""The 23 agent tools: one registry, served in process, over HTTP and over MCP. See ``registry``."""
+"""The agent tools (23 world tools and the contract's conversation tool ask_user): one registry, served in
+process, over HTTP and over MCP. See ``registry``."""
 
 from world_app.tools.registry import (
     GROUPS,
@@ -8,6 +9,7 @@ from world_app.tools.registry import (
     get_tool,
     invoke_tool,
     tool_schemas,
+    world_tools,
 )
 
-__all__ = ["GROUPS", "Tool", "all_tools", "call_tool", "get_tool", "invoke_tool", "tool_schemas"]
+__all__ = ["GROUPS", "Tool", "all_tools", "call_tool", "get_tool", "invoke_tool", "tool_schemas", "world_tools"]

@@ -30,6 +30,7 @@ from django.db import router, transaction
 from pydantic import ValidationError
 from pydantic.json_schema import GenerateJsonSchema
 
+from world_app.conversation import simulated_user_bound
 from world_app.tools.params import ToolParams
 from world_app.tools.results import ErrorCode, ToolError, error_result
 from world_app.tools.strict import strict_openai_tool
@@ -39,8 +40,12 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-GROUPS = ("search", "read", "compute", "write")
-ToolGroup = Literal["search", "read", "compute", "write"]
+# The world tools' groups, then the agent contract's conversation tools (``ask_user``: not a world tool, it
+# reads and writes nothing of the world; its answer comes from the episode's simulated user).
+GROUPS = ("search", "read", "compute", "write", "conversation")
+WORLD_GROUPS = ("search", "read", "compute", "write")
+CONVERSATION_GROUP = "conversation"
+ToolGroup = Literal["search", "read", "compute", "write", "conversation"]
 SchemaFormat = Literal["registry", "openai", "openai-strict", "compact", "mcp"]
 SCHEMA_FORMATS = ("registry", "openai", "openai-strict", "compact", "mcp")
 # Importing a family module registers its tools; the order here is the order of the list.
@@ -51,6 +56,7 @@ FAMILY_MODULES = (
     "world_app.tools.write_commerce",
     "world_app.tools.write_support",
     "world_app.tools.write_builds",
+    "world_app.tools.conversation",
 )
 
 
@@ -132,9 +138,25 @@ def _load_families() -> None:
 
 
 def all_tools() -> list[Tool]:
-    """Every tool, by group (search, read, compute, write) and then in the order its module defines them."""
+    """Every tool of the agent contract: the 23 world tools by group (search, read, compute, write) and then in
+    the order its module defines them, then the conversation tools."""
     _load_families()
     return sorted(_REGISTRY.values(), key=lambda t: GROUPS.index(t.group))
+
+
+def world_tools() -> list[Tool]:
+    """The 23 world tools (every tool but the conversation ones)."""
+    return [t for t in all_tools() if t.group != CONVERSATION_GROUP]
+
+
+def conversation_tools() -> list[Tool]:
+    """The contract's conversation tools (``ask_user``)."""
+    return [t for t in all_tools() if t.group == CONVERSATION_GROUP]
+
+
+def is_conversation_tool(name: str) -> bool:
+    found = get_tool(name) if isinstance(name, str) else None
+    return found is not None and found.group == CONVERSATION_GROUP
 
 
 def get_tool(name: str) -> Tool | None:
@@ -144,7 +166,8 @@ def get_tool(name: str) -> Tool | None:
 
 def tool_schemas(format: SchemaFormat = "openai") -> list[dict]:
     """The tool list as an LLM API wants it (OpenAI ``tools``, OpenAI strict ``tools`` or MCP ``tools/list``
-    entries), or as the registry lists it (name, group, description, input_schema)."""
+    entries), or as the registry lists it (name, group, description, input_schema): the agent contract's tools,
+    the 23 world tools and then the conversation tools."""
     if format == "registry":
         return [t.as_dict() for t in all_tools()]
     if format == "openai":
@@ -364,7 +387,25 @@ def call_tool_step(episode, name: str, arguments: Any) -> EpisodeStep:
             details=[{"field": bad_field, "reason": reason}],
         )
         return episode_step(episode=episode, name=logged_name, arguments=storable(logged), fn=lambda: refusal)
+    if is_conversation_tool(name):
+        spec = episode_simulated_user(episode)
+
+        def converse() -> dict:
+            with simulated_user_bound(spec):
+                return invoke_tool(name, logged)
+
+        return episode_step(episode=episode, name=logged_name, arguments=logged, fn=converse)
     return episode_step(episode=episode, name=logged_name, arguments=logged, fn=lambda: invoke_tool(name, logged))
+
+
+def episode_simulated_user(episode) -> dict:
+    """The simulated user spec an episode (an ``Episode`` or its id) was opened with (``{}``: no one)."""
+    from world_app.models import Episode
+
+    if isinstance(episode, Episode):
+        return episode.simulated_user or {}
+    found = Episode.objects.filter(pk=episode).values_list("simulated_user", flat=True).first()
+    return found or {}
 
 
 def call_tool(episode, name: str, arguments: Any) -> dict:

@@ -208,7 +208,7 @@ def test_tool_schemas_in_each_format(api_client, fmt, key):
     url = "/api/v1/tools/" + (f"?format={fmt}" if fmt else "")
     body = api_client.get(url).json()
     assert body["format"] == (fmt or "openai")
-    assert body["count"] == len(body["tools"]) == len(all_tools()) == 23
+    assert body["count"] == len(body["tools"]) == len(all_tools()) == 23 + 1  # + ask_user
     assert all(key in schema for schema in body["tools"])
 
 
@@ -389,7 +389,7 @@ def test_the_openapi_schema_documents_the_episode_api(api_client):
     assert call_op["requestBody"]["content"]["application/json"]["schema"]["type"] == "object"
     assert {"200", "400", "401", "404", "409"} <= set(call_op["responses"])
     name = next(p for p in call_op["parameters"] if p["name"] == "name")
-    assert len(name["schema"]["enum"]) == 23
+    assert len(name["schema"]["enum"]) == 23 + 1  # 23 world tools + ask_user
     episode_id = next(p for p in call_op["parameters"] if p["name"] == "episode_id")
     assert episode_id["schema"]["format"] == "uuid"
     assert set(schema["components"]["schemas"]["ApiError"]["properties"]) == {"error"}

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from tests.world_app.tools.shop import ok
 from world_app.models import Customer
-from world_app.tools import all_tools, get_tool, invoke_tool, tool_schemas
+from world_app.tools import all_tools, get_tool, invoke_tool, tool_schemas, world_tools
 from world_app.tools.params import ToolParams
 from world_app.tools.registry import Tool, execute_tool
 
@@ -39,14 +39,16 @@ EXPECTED = {
 }
 
 
-def test_there_are_exactly_23_tools_in_four_groups():
+def test_there_are_exactly_23_world_tools_in_four_groups_and_the_conversation_tool():
     tools = all_tools()
-    assert len(tools) == 23
-    assert len({t.name for t in tools}) == 23
-    by_group = {group: {t.name for t in tools if t.group == group} for group in EXPECTED}
+    world = world_tools()
+    assert len(world) == 23 and len(tools) == 23 + 1
+    assert len({t.name for t in world}) == 23
+    by_group = {group: {t.name for t in world if t.group == group} for group in EXPECTED}
     assert by_group == EXPECTED
-    # Listed by group, search first.
-    order = ["search", "read", "compute", "write"]
+    assert [t.name for t in tools if t not in world] == ["ask_user"] and tools[-1].group == "conversation"
+    # Listed by group, search first, the conversation tool last.
+    order = ["search", "read", "compute", "write", "conversation"]
     assert [t.group for t in tools] == sorted((t.group for t in tools), key=order.index)
     assert all(re.fullmatch(r"[a-z]+(_[a-z]+)*", t.name) for t in tools)
 
@@ -86,7 +88,7 @@ def test_every_tool_has_a_usable_schema_and_description(name):
 def test_schemas_in_openai_and_mcp_formats():
     openai = tool_schemas("openai")
     mcp = tool_schemas("mcp")
-    assert len(openai) == len(mcp) == 23
+    assert len(openai) == len(mcp) == 23 + 1  # 23 world tools + ask_user
     first = get_tool("search_customers")
     assert openai[0] == {
         "type": "function",
@@ -192,20 +194,20 @@ def test_list_tools_command_prints_the_registry():
     out = io.StringIO()
     call_command("list_tools", "--json", stdout=out)
     listed = json.loads(out.getvalue())
-    assert len(listed) == 23
+    assert len(listed) == 23 + 1  # 23 world tools + ask_user
     assert set(listed[0]) == {"name", "group", "description", "input_schema"}
-    assert {t["name"] for t in listed} == set().union(*EXPECTED.values())
+    assert {t["name"] for t in listed} == set().union(*EXPECTED.values(), {"ask_user"})
 
     for fmt, key in (("openai", "function"), ("mcp", "inputSchema")):
         out = io.StringIO()
         call_command("list_tools", "--json", "--format", fmt, stdout=out)
         entries = json.loads(out.getvalue())
-        assert len(entries) == 23 and key in entries[0]
+        assert len(entries) == 23 + 1 and key in entries[0]
 
     out = io.StringIO()
     call_command("list_tools", stdout=out)
     table = out.getvalue()
-    assert table.strip().endswith("23 tools")
+    assert table.strip().endswith("24 tools (23 world tools, 1 conversation)")
     assert "write    create_refund" in table
 
 

@@ -34,4 +34,5 @@ class Command(BaseCommand):
             arguments = ", ".join(t.input_schema()["properties"])
             self.stdout.write(f"{t.group:<8} {t.name:<{width}}  {t.summary}")
             self.stdout.write(f"{'':<8} {'':<{width}}  args: {arguments}")
-        self.stdout.write(f"{len(tools)} tools")
+        world = sum(1 for t in tools if t.group != "conversation")
+        self.stdout.write(f"{len(tools)} tools ({world} world tools, {len(tools) - world} conversation)")
