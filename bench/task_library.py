@@ -58,6 +58,7 @@ def main() -> int:
     started = time.perf_counter()
     starter, errors = starter_tasks_read(args.path)
     items = [(t.source_key, t.fields["instruction"], t.criteria, t.fields["reference_solution"]) for t in starter]
+    users = {t.source_key: t.fields.get("simulated_user") or {} for t in starter}  # who answers ask_user
     family_counts = {}
     if not args.no_families:
         for name in FAMILIES:
@@ -72,7 +73,12 @@ def main() -> int:
     replay = None if args.episodes else SnapshotReplay(snapshot).__enter__()
     for key, _, criteria, solution in items:
         result = rubric_check(
-            criteria=criteria, solution=solution, snapshot=snapshot, replay=replay, exhaustive=args.exhaustive
+            criteria=criteria,
+            solution=solution,
+            snapshot=snapshot,
+            replay=replay,
+            exhaustive=args.exhaustive,
+            simulated_user=users.get(key),
         )
         checked += 1
         if not result.reference_passes:
@@ -129,6 +135,7 @@ def red_team_main(args) -> int:
     started = time.perf_counter()
     starter, _ = starter_tasks_read(args.path)
     items = [(t.source_key, t.fields["instruction"], t.criteria, t.fields["reference_solution"]) for t in starter]
+    users = {t.source_key: t.fields.get("simulated_user") or {} for t in starter}  # who answers ask_user
     if not args.no_families:
         per_family = 20 if args.per_family is None else (args.per_family or None)
         for instances in families_instantiate(None, snapshot=snapshot, limit=per_family).values():
@@ -138,7 +145,13 @@ def red_team_main(args) -> int:
     reports = []
     with SnapshotReplay(snapshot) as replay:
         for key, instruction, criteria, solution in items:
-            report = red_team_check(criteria=criteria, instruction=instruction, solution=solution, replay=replay)
+            report = red_team_check(
+                criteria=criteria,
+                instruction=instruction,
+                solution=solution,
+                replay=replay,
+                simulated_user=users.get(key),
+            )
             reports.append((key, report))
             if args.task:
                 print(f"== {key}: reference passes {report.reference.passed} ({report.reference.partial_reward})")

@@ -233,7 +233,14 @@ def _grades_date(criterion: dict) -> bool:
     return spec.get("op") == "date" or bool(_DATE_TEXT.search(criterion.get("text") or ""))
 
 
-def task_shape(
+def task_shape(*, replay, simulated_user: dict | None = None, **fields: Any) -> TaskShape:
+    """Measure one task on ``replay``'s snapshot (a ``tasks_app.perturbations.SnapshotReplay``), its questions
+    (``ask_user``) answered by the task's ``simulated_user``."""
+    with replay.user_bound(simulated_user):
+        return _task_shape(replay=replay, **fields)
+
+
+def _task_shape(
     *,
     key: str,
     criteria: Sequence[dict],
@@ -441,6 +448,7 @@ def library_shapes(
                 "key": task.source_key, "criteria": task.criteria, "instruction": fields["instruction"],
                 "solution": fields["reference_solution"], "tags": fields["tags"], "task_type": fields["task_type"],
                 "difficulty": fields["difficulty"], "source": "starter",
+                "simulated_user": fields.get("simulated_user") or {},
             })  # fmt: skip
     if families:
         for name in FAMILIES:

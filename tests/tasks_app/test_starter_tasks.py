@@ -66,7 +66,8 @@ def test_every_reference_passes_every_rubric_catches_a_fault_and_every_entity_ex
     with SnapshotReplay(snapshot) as replay:
         for task in tasks:
             solution = task.fields["reference_solution"]
-            result = rubric_check(criteria=task.criteria, solution=solution, replay=replay)
+            result = rubric_check(criteria=task.criteria, solution=solution, replay=replay,
+                                  simulated_user=task.fields["simulated_user"])  # fmt: skip
             if not result.reference_passes:
                 problems.append(f"{task.source_key}: reference fails {result.unmet}")
             if result.blind:
