@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('world_app', '0006_shipment_parcels_employee_leave'),
+        ('world_app', '0007_snapshot_table_digests'),
     ]
 
     operations = [
