@@ -82,15 +82,27 @@ def _compact(value: Any) -> str:
 
 
 def trajectory_render(tool_calls: Sequence[dict], *, limit: int = TRAJECTORY_CHARS) -> str:
-    """The tool calls as the judge reads them: one block per call with its (clipped) arguments and result.
+    """The tool calls as the judge reads them: one block per call with its (clipped) arguments and result; a
+    question to the user (``ask_user``) reads as a turn of the conversation, the question and the reply.
 
     Past ``limit`` characters the calls in the middle are left out (first and last ones kept), and it says so.
     """
     if not tool_calls:
         return "(no tool calls)"
+    from world_app.contract import CONVERSATION_TOOLS
+
     blocks = []
     for index, call in enumerate(tool_calls, start=1):
         marker = " ERROR" if call.get("is_error") else ""
+        arguments, result = call.get("arguments"), call.get("result")
+        if call.get("name") in CONVERSATION_TOOLS and not marker and isinstance(result, dict) and "reply" in result:
+            # A turn of the conversation: the agent's question and the user's reply, as the judge would read a chat.
+            question = arguments.get("message", "") if isinstance(arguments, dict) else _compact(arguments)
+            blocks.append(
+                f"[{index}] the agent asked the user ({call['name']}): {_clip(str(question), ARGUMENT_CHARS)}\n"
+                f"  -> the user replied: {_clip(str(result['reply']), RESULT_CHARS)}"
+            )
+            continue
         blocks.append(
             f"[{index}] {call.get('name', '?')}({_clip(_compact(call.get('arguments') or {}), ARGUMENT_CHARS)})\n"
             f"  ->{marker} {_clip(_compact(call.get('result')), RESULT_CHARS)}"

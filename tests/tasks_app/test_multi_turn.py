@@ -160,6 +160,11 @@ def test_the_judgement_sees_the_conversation_turn_and_when_it_came(world, versio
         {"call": 1, "question": "What's your order ID?", "reply": "it's x", "facts": ["order_number"]}
     ]
     assert verdict["status"] == "met"
+    # The LLM judge reads the question and the reply as a turn of the conversation.
+    from rubrics_app.judge import trajectory_render
+
+    rendered = trajectory_render(trajectory.tool_call_dicts())
+    assert "[2] the agent asked the user (ask_user): What's your order ID?\n  -> the user replied: it's x" in rendered
     # Asked only after acting: the agent acted on a guess.
     assert judged([read, write, ask])[1]["status"] == "not_met"
     # A question that asks for something else draws nothing out.
