@@ -33,6 +33,9 @@ episode, every replay rolled back) and measured into a ``TaskShape``. The figure
 - **structural difficulty** (compared with the author's expected difficulty): points for needed calls (>= 4: 1,
   >= 8: 2), paging, three or more entity types, a judgement, a date relation and a write; 0-1 easy, 2-3 medium,
   4 and more hard.
+- **multi-turn** (``multi_turn_tasks``): tasks whose reference asks the user for a held-back fact (``ask_user``,
+  answered by the task's simulated user during the replay) and whose rubric fails without the question (the
+  question is a needed call).
 - **family branch balance**: per family, the instances per branch (``FamilyInstance.branch``: the outcome a
   constant answer would bet on) and the largest branch's share, against ``BRANCH_SHARE_MAX``.
 
@@ -144,6 +147,13 @@ class TaskShape:
     @property
     def needed_calls(self) -> int:
         return len(self.needed_tools)
+
+    @property
+    def multi_turn(self) -> bool:
+        """The reference asks the user for a held-back fact (``ask_user``) and the rubric fails without it."""
+        from world_app.contract import CONVERSATION_TOOLS
+
+        return any(tool in CONVERSATION_TOOLS for tool in self.needed_tools)
 
     @property
     def internal_ids(self) -> tuple[str, ...]:
@@ -405,6 +415,7 @@ def shapes_figures(shapes: Sequence[TaskShape]) -> dict:
         "judgements": dict(sorted(Counter(j for s in shapes for j in s.judgements).items())),
         "date_relation_share": _share(sum(s.date_relation for s in shapes), n),
         "date_declared_share": _share(sum(s.date_declared for s in shapes), n),
+        "multi_turn_tasks": sum(s.multi_turn for s in shapes),
         "ids_in_instruction": {
             "any_share": _share(sum(bool(s.instruction_ids) for s in shapes), n),
             "internal_share": _share(sum(bool(s.internal_ids) for s in shapes), n),

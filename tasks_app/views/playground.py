@@ -69,7 +69,10 @@ def _sandbox(request: HttpRequest, task: Task, state: dict[str, Any]) -> Episode
         )
     if episode is None:
         episode = episode_create(
-            snapshot=task.current_version.snapshot, label=f"playground: task {task.pk}, user {request.user.pk}"
+            snapshot=task.current_version.snapshot,
+            label=f"playground: task {task.pk}, user {request.user.pk}",
+            # ask_user answers as the task's simulated user would, so a reference can record its questions.
+            simulated_user=task.current_version.simulated_user,
         )
         state["episode"] = str(episode.pk)
         _store(request, task, state)

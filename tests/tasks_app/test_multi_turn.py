@@ -244,3 +244,15 @@ def test_the_yaml_carries_the_scripted_user_and_refuses_a_bad_one():
         with pytest.raises(ValidationError) as caught:
             library_task_validate(library_task(**change), where="t.yaml")
         assert any(problem in m for m in caught.value.messages), (problem, caught.value.messages)
+
+
+def test_task_stats_count_a_task_whose_question_is_needed(world):
+    from tasks_app.services.library_stats import task_shape
+
+    order = world.order.pk
+    task = {"key": "k", "criteria": criteria(order), "instruction": "i", "solution": reference(order)}
+    with SnapshotReplay(world.snapshot) as replay:
+        shape = task_shape(replay=replay, simulated_user=user_spec(order), **task)
+        alone = task_shape(replay=replay, **task)
+    assert shape.reference_passes and shape.multi_turn and shape.needed_tools[0] == "ask_user"
+    assert not alone.reference_passes  # no one answers the question
