@@ -110,8 +110,7 @@ LEVELS = ("easy", "medium", "hard", "expert")
 def ensure_pool(n: int) -> None:
     from django.contrib.auth import get_user_model
 
-    from rubrics_app.models import Criterion
-    from tasks_app.models import Task, TaskStatus, TaskVersion
+    from tasks_app.models import Criterion, Task, TaskStatus, TaskVersion
     from world_app.models import WorldSnapshot
 
     have = Task.objects.filter(source_key__startswith="bench:").count()

@@ -43,9 +43,13 @@ django.setup()
 from corecraft_site.llm.scripted_server import Reply, ScriptedLLMServer  # noqa: E402
 from rubrics_app.judge import judge_llm_criterion  # noqa: E402
 from rubrics_app.judgement import Trajectory, rubric_of_version, trajectory_hash, trajectory_judge  # noqa: E402
-from rubrics_app.models import CriterionKind, JudgeConfig  # noqa: E402
+from rubrics_app.models import (  # noqa: E402
+    CriterionKind,
+    JudgeConfig,
+    ModelEndpoint,
+)
 from rubrics_app.programmatic import criteria_evaluate, reward  # noqa: E402
-from tasks_app.models import ModelEndpoint, Task, TaskStatus  # noqa: E402
+from tasks_app.models import Task, TaskStatus  # noqa: E402
 from tasks_app.red_team import version_red_team  # noqa: E402
 from world_app.episodes import episode_close, episode_create  # noqa: E402
 from world_app.tools.registry import call_tool_step  # noqa: E402

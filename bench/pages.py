@@ -164,10 +164,17 @@ from django.test.utils import CaptureQueriesContext  # noqa: E402
 from django.urls import NoReverseMatch, reverse  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
+from corecraft_site.roles import ADMIN, AUTHOR, REVIEWER  # noqa: E402
 from rubrics_app.criteria import criterion_content_hash  # noqa: E402
-from rubrics_app.models import Criterion  # noqa: E402
-from tasks_app.models import Comment, Review, Task, TaskStatus, TaskType, TaskVersion  # noqa: E402
-from tasks_app.roles import ADMIN, AUTHOR, REVIEWER  # noqa: E402
+from tasks_app.models import (  # noqa: E402
+    Comment,
+    Criterion,
+    Review,
+    Task,
+    TaskStatus,
+    TaskType,
+    TaskVersion,
+)
 from world_app.generator import world_exists, world_seed  # noqa: E402
 from world_app.models import Order, SupportTicket, WorldSnapshot  # noqa: E402
 from world_app.snapshots import snapshot_publish  # noqa: E402

@@ -51,10 +51,11 @@ from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 
+from rubrics_app.endpoints import endpoint_client  # noqa: E402
+from rubrics_app.models import ModelEndpoint  # noqa: E402
 from rubrics_app.programmatic import criteria_evaluate  # noqa: E402
-from tasks_app.models import ModelEndpoint, Rollout, RolloutPolicy, RolloutStatus, Task  # noqa: E402
+from tasks_app.models import Rollout, RolloutPolicy, RolloutStatus, Task  # noqa: E402
 from tasks_app.rollouts import rollout_create, rollout_execute  # noqa: E402
-from tasks_app.rollouts.endpoints import endpoint_client  # noqa: E402
 from world_app.models import Customer, Order  # noqa: E402
 from world_app.snapshots import snapshot_publish  # noqa: E402
 

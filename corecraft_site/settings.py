@@ -71,7 +71,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "corecraft_site.navigation.navigation",
+                "tasks_app.navigation.navigation",
             ],
         },
     },
@@ -144,8 +144,8 @@ API_TOKEN_CACHE_MS = env_int("API_TOKEN_CACHE_MS", 5000, minimum=0, maximum=5000
 API_USAGE_FLUSH_MS = env_int("API_USAGE_FLUSH_MS", 1000, minimum=0, maximum=60_000)
 # Who checks an MCP bearer token (the API tokens of the trainer bridge): a callable secret -> Credential | None.
 MCP_CREDENTIAL_VERIFIER = "trainer_bridge.authentication.episode_credential_for_secret"
-# MCP task mode (world_app.mcp.tasks): episodes opened for a frozen release row, judged by its rubric. None: off.
-MCP_TASK_PROVIDER = "trainer_bridge.mcp_tasks.ReleaseRowTasks"
+# MCP task mode (trainer_bridge.mcp.tasks): episodes opened for a frozen release row, judged by its rubric. None: off.
+MCP_TASK_PROVIDER = "trainer_bridge.mcp.release_rows.ReleaseRowTasks"
 
 # --- Redis and Celery -----------------------------------------------------------------------------
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")

@@ -1,13 +1,14 @@
+"""The project's URL map: the apps' pages and APIs are included by module name, so the project imports no app."""
+
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from corecraft_site import views
-from trainer_bridge import views as trainer_views
 
 urlpatterns = [
-    path("", views.home, name="home"),
+    path("", include("world_app.home_urls")),
     path("healthz", views.healthz, name="healthz"),
     path("accounts/login/", views.ThrottledLoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
@@ -17,7 +18,7 @@ urlpatterns = [
     path("review/", include("tasks_app.review_urls")),
     path("calibration/", include("tasks_app.calibration_urls")),
     path("releases/", include("trainer_bridge.urls")),
-    path("dashboard/", trainer_views.lead_dashboard_page, name="dashboard"),
+    path("dashboard/", include("trainer_bridge.dashboard_urls")),
     path("api/", include("world_app.api.urls")),
     path("api/v1/", include("trainer_bridge.api_urls")),
     path("api/v1/", include("trainer_bridge.trainer_api_urls")),

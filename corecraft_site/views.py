@@ -1,21 +1,12 @@
+"""The project's own pages: the health check and the throttled login (the apps' pages are in the apps)."""
+
 from __future__ import annotations
 
 from django.conf import settings
-from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import LoginView
 from django.core.cache import cache
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render
-
-from tasks_app.roles import user_roles
-from world_app.selectors import world_overview
-
-
-@login_required
-def home(request: HttpRequest) -> HttpResponse:
-    context = {"roles": sorted(user_roles(request.user)), "world_time_zone": settings.WORLD_TIME_ZONE}
-    return render(request, "home.html", {**context, **world_overview()})
 
 
 def healthz(request: HttpRequest) -> JsonResponse:

@@ -1,31 +1,14 @@
-"""Criteria in the Django admin: read-only (a criterion is never edited after its version is saved)."""
+"""The judgement in the Django admin: model endpoints and judge configurations (saved through their services),
+verdicts and their labels (read-only: written by the judgement and the label pages)."""
 
 from __future__ import annotations
 
-from django.contrib import admin
+from django.contrib import admin, messages
 
-from rubrics_app.models import Criterion
-from tasks_app.admin import ReadOnlyAdmin
-
-
-@admin.register(Criterion)
-class CriterionAdmin(ReadOnlyAdmin):
-    list_display = ("short_text", "kind", "category", "weight", "required", "version", "position")
-    list_filter = ("kind", "category", "required")
-    search_fields = ("text", "version__task__title", "key")
-    list_select_related = ("version__task",)
-    readonly_fields = ("content_hash",)
-
-    @admin.display(description="text")
-    def short_text(self, criterion: Criterion) -> str:
-        return criterion.text[:80]
-
-
-# --- Issue 5: the judge -----------------------------------------------------------------------------------
-
-from corecraft_site.service_admin import ServiceSavedAdmin  # noqa: E402
-from rubrics_app.judge import judge_config_save  # noqa: E402
-from rubrics_app.models import JudgeConfig, Verdict, VerdictLabel  # noqa: E402
+from corecraft_site.service_admin import ReadOnlyAdmin, ServiceSavedAdmin
+from rubrics_app.endpoints import model_endpoint_save, model_endpoint_test
+from rubrics_app.judge import judge_config_save
+from rubrics_app.models import JudgeConfig, ModelEndpoint, Verdict, VerdictLabel
 
 
 def _judge_config_save(*, user, fields: dict, instance: JudgeConfig | None) -> JudgeConfig:
@@ -74,3 +57,36 @@ class VerdictLabelAdmin(ReadOnlyAdmin):
     list_filter = ("agrees",)
     search_fields = ("note", "labeller__username")
     list_select_related = ("verdict", "labeller")
+
+
+def _model_endpoint_save(*, user, fields: dict, instance: ModelEndpoint | None) -> ModelEndpoint:
+    return model_endpoint_save(user=user, fields=fields, endpoint=instance)
+
+
+@admin.register(ModelEndpoint)
+class ModelEndpointAdmin(ServiceSavedAdmin):
+    """Admins register endpoints here (through ``model_endpoint_save``, as on the endpoints page); the key stays in
+    the environment variable the endpoint names."""
+
+    save_service = staticmethod(_model_endpoint_save)
+
+    list_display = ("name", "model", "base_url", "api_key_env", "is_active", "check_ok", "last_checked_at")
+    list_filter = ("is_active",)
+    search_fields = ("name", "model", "base_url")
+    readonly_fields = ("created_by", "created_at", "last_checked_at", "last_check")
+    actions = ("test_connection",)
+
+    @admin.display(description="last check", boolean=True)
+    def check_ok(self, endpoint: ModelEndpoint) -> bool | None:
+        return endpoint.last_check.get("ok") if endpoint.last_check else None
+
+    @admin.action(description="Test connection", permissions=("change",))
+    def test_connection(self, request, queryset) -> None:
+        for endpoint in queryset:
+            outcome = model_endpoint_test(endpoint=endpoint)
+            if outcome["ok"]:
+                self.message_user(
+                    request, f"{endpoint.name}: answered in {outcome['latency_ms']} ms.", messages.SUCCESS
+                )
+            else:
+                self.message_user(request, f"{endpoint.name}: {outcome['error']}", messages.ERROR)

@@ -10,12 +10,15 @@ beyond what their base rates would give by chance. A criterion is flagged for re
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
+
+from corecraft_site.roles import ADMIN, REVIEWER, user_roles
+from rubrics_app.models import Verdict, VerdictLabel, VerdictStatus
 
 FLAG_MIN_LABELS = 5
 FLAG_MAX_KAPPA = 0.4
@@ -95,14 +98,16 @@ def label_pairs(labels: Iterable[tuple[int | None, str, bool, bool]]) -> dict[tu
     return grouped
 
 
-def judge_agreement_report(*, judge_config=None) -> dict:
+def judge_agreement_report(
+    *, judge_config=None, criterion_texts: Callable[[set[str]], Mapping[str, str]] | None = None
+) -> dict:
     """Agreement with the humans from every ``VerdictLabel`` on a decided llm verdict.
 
     ``{"criteria": [AgreementRow per (judge config, criterion)], "configs": [AgreementRow per judge config],
-    "flagged": [the criterion rows flagged for rewriting]}``; two queries whatever the number of labels.
+    "flagged": [the criterion rows flagged for rewriting]}``; one query whatever the number of labels, plus what
+    ``criterion_texts`` asks (the criteria are the tasks' rows, above this app: it maps the criterion keys to their
+    texts, e.g. ``tasks_app.selectors_calibration.criterion_texts``; None leaves the texts empty).
     """
-    from rubrics_app.models import Criterion, VerdictLabel
-
     labels = VerdictLabel.objects.filter(verdict__judge_config__isnull=False, verdict__met__isnull=False)
     if judge_config is not None:
         labels = labels.filter(verdict__judge_config=judge_config)
@@ -110,13 +115,7 @@ def judge_agreement_report(*, judge_config=None) -> dict:
         labels.values_list("verdict__judge_config_id", "verdict__criterion_key", "verdict__met", "agrees").order_by()
     )
     grouped = label_pairs(rows)
-    texts = {
-        str(key): text
-        for key, text in Criterion.objects.filter(key__in={key for _, key in grouped})
-        .order_by("key", "-version__number")
-        .distinct("key")
-        .values_list("key", "text")
-    }
+    texts = criterion_texts({key for _, key in grouped}) if criterion_texts is not None and grouped else {}
     criteria = []
     per_config: dict[int | None, list[tuple[bool, bool]]] = defaultdict(list)
     for (config_id, key), pairs in sorted(grouped.items(), key=lambda item: (item[0][0] or 0, item[0][1])):
@@ -132,8 +131,6 @@ def judge_agreement_report(*, judge_config=None) -> dict:
 
 
 def _labeller_check(user) -> None:
-    from tasks_app.roles import ADMIN, REVIEWER, user_roles
-
     if not {REVIEWER, ADMIN} & user_roles(user):
         raise PermissionDenied("only reviewers and admins label the judge's verdicts")
 
@@ -141,8 +138,6 @@ def _labeller_check(user) -> None:
 @transaction.atomic
 def verdict_label_set(*, verdict, user, agrees: bool, note: str = ""):
     """Record (or change) ``user``'s agree / disagree on a decided llm verdict; reviewers and admins only."""
-    from rubrics_app.models import VerdictLabel, VerdictStatus
-
     _labeller_check(user)
     if verdict.judge_config_id is None:
         raise ValidationError({"verdict": "programmatic verdicts are not labelled; only the LLM judge's are"})
@@ -156,8 +151,6 @@ def verdict_label_set(*, verdict, user, agrees: bool, note: str = ""):
 
 def verdicts_to_label(*, user, judge_config=None):
     """Decided llm verdicts ``user`` has not labelled yet, in a stable pseudo-random order (by trajectory hash)."""
-    from rubrics_app.models import Verdict, VerdictStatus
-
     verdicts = Verdict.objects.filter(judge_config__isnull=False).exclude(status=VerdictStatus.ERROR)
     if judge_config is not None:
         verdicts = verdicts.filter(judge_config=judge_config)

@@ -24,6 +24,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from rubrics_app.models import CriterionCategory, CriterionKind
 from rubrics_app.patterns import pattern_check
 from world_app import clock
+from world_app.models import world_models_by_name
+from world_app.tools.registry import CONVERSATION_GROUP, all_tools, get_tool
 
 FilterOp = Literal["eq", "ne", "gt", "gte", "lt", "lte", "in", "contains", "icontains", "is_null", "not_null"]
 StateOp = Literal[
@@ -43,13 +45,6 @@ class _Strict(BaseModel):
 
 
 @cache
-def world_tables() -> dict[str, type[models.Model]]:
-    """Every world table by its model name ("order", "orderlineitem", "supportticket")."""
-    from world_app.models import WORLD_MODELS
-
-    return {model._meta.model_name: model for model in WORLD_MODELS}
-
-
 def resolve_field(model: type[models.Model], path: str) -> models.Field:
     """The field at ``path`` on ``model``, following forward relations on ``__``; ValueError names what is wrong."""
     parts = path.split("__")
@@ -109,13 +104,13 @@ class AllowedChange(_Strict):
     @model_validator(mode="after")
     def _fields_exist(self) -> AllowedChange:
         if self.fields is not None:
-            model = world_tables()[self.entity_type]
+            model = world_models_by_name()[self.entity_type]
             names = {f.attname for f in model._meta.concrete_fields} | {f.name for f in model._meta.concrete_fields}
             unknown = [f for f in self.fields if f not in names]
             if unknown:
                 raise ValueError(f"fields: {self.entity_type} has no field {unknown[0]!r}")
         if self.values is not None:
-            model = world_tables()[self.entity_type]
+            model = world_models_by_name()[self.entity_type]
             names = {f.attname for f in model._meta.concrete_fields}
             unknown = [f for f in self.values if f not in names]
             if unknown:
@@ -129,8 +124,8 @@ class AllowedChange(_Strict):
 
 def _table_name(value: str) -> str:
     name = value.lower().replace("_", "")
-    if name not in world_tables():
-        raise ValueError(f"unknown entity type {value!r}; one of: {', '.join(sorted(world_tables()))}")
+    if name not in world_models_by_name():
+        raise ValueError(f"unknown entity type {value!r}; one of: {', '.join(sorted(world_models_by_name()))}")
     return name
 
 
@@ -168,7 +163,7 @@ class StateSpec(_Strict):
             return self
         if self.entity_type is None:
             raise ValueError("entity_type: required")
-        model = world_tables()[self.entity_type]
+        model = world_models_by_name()[self.entity_type]
         for index, item in enumerate(self.filters):
             _check_operand(model, item.field, item.op, item.value, where=f"filters[{index}]")
         if self.op in COUNT_OPS:
@@ -249,8 +244,6 @@ class ToolCallSpec(_Strict):
 
     @model_validator(mode="after")
     def _tool_and_args_exist(self) -> ToolCallSpec:
-        from world_app.tools.registry import CONVERSATION_GROUP, all_tools, get_tool
-
         if self.expect == "asked":
             if not self.fact or not str(self.fact).strip():
                 raise ValueError("fact: asked needs the key of the held-back fact the agent must ask for")

@@ -18,15 +18,16 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from corecraft_site.canonical import canonical_sha256
-from corecraft_site.llm import ChatClient, EndpointError, chat_client_shared
+from corecraft_site.llm import ChatClient, EndpointError
 from corecraft_site.llm.sampling import sampling_kwargs
+from rubrics_app.endpoints import endpoint_client, frozen_fields_check, registry_admin_check
 from rubrics_app.models import JudgeConfig, Verdict, VerdictStatus
 from rubrics_app.programmatic import MET, NOT_MET
-from world_app.contract import LIMIT_KEYS
+from world_app.contract import CONVERSATION_TOOLS, LIMIT_KEYS
 
 JUDGE_PROMPT_V1 = """\
 You are a strict, fair grader of transcripts of a customer-support agent working for Corecraft Computers, \
@@ -89,8 +90,6 @@ def trajectory_render(tool_calls: Sequence[dict], *, limit: int = TRAJECTORY_CHA
     """
     if not tool_calls:
         return "(no tool calls)"
-    from world_app.contract import CONVERSATION_TOOLS
-
     blocks = []
     for index, call in enumerate(tool_calls, start=1):
         marker = " ERROR" if call.get("is_error") else ""
@@ -210,18 +209,6 @@ def judge_config_hash(judge_config: JudgeConfig) -> str:
         "prompt": list(prompt) if prompt else None,
     }
     return canonical_sha256(payload)
-
-
-def endpoint_client(endpoint) -> ChatClient:
-    """The process's shared ChatClient for a ``ModelEndpoint`` (the key read from the environment variable it
-    names): built once per endpoint, not per judgement."""
-    return chat_client_shared(
-        base_url=endpoint.base_url,
-        model=endpoint.model,
-        key_env=endpoint.api_key_env or None,
-        timeout_s=endpoint.timeout_s,
-        max_attempts=endpoint.max_retries + 1,
-    )
 
 
 def _sampling(judge_config: JudgeConfig, sample: int) -> dict:
@@ -357,74 +344,10 @@ def _verdict_store(*, trajectory_hash: str, criterion, judge_config: JudgeConfig
     return verdict
 
 
-# --- the registry of endpoints and judge configurations (admins only) --------------------------------------------
+# --- judge configurations (admins only) -------------------------------------------------------------------------
 
-# Fields of an endpoint / a judge configuration that change what a verdict says; frozen once verdicts exist.
-ENDPOINT_VERDICT_FIELDS = ("model", "sampling")
+# Fields of a judge configuration that change what a verdict says; frozen once it has verdicts.
 JUDGE_VERDICT_FIELDS = ("endpoint", "samples", "temperature", "prompt_version")
-
-
-def _admin_check(user) -> None:
-    from tasks_app.permissions import is_admin
-
-    if not is_admin(user):
-        raise PermissionDenied("only admins change model endpoints and judge configurations")
-
-
-def _frozen_check(instance, fields: dict, frozen: tuple[str, ...], *, has_verdicts: bool, what: str) -> None:
-    if instance is None or instance.pk is None or not has_verdicts:
-        return
-    changed = {
-        name: f"{what} already has verdicts; this would change them. Make a new one instead."
-        for name in frozen
-        if name in fields and _value(fields[name]) != _value(getattr(instance, name))
-    }
-    if changed:
-        raise ValidationError(changed)
-
-
-def _value(value: Any) -> Any:
-    return value.pk if hasattr(value, "pk") else value
-
-
-@transaction.atomic
-def model_endpoint_save(*, user, fields: dict, endpoint=None):
-    """Create (``endpoint`` None) or update a ``ModelEndpoint`` from validated ``fields``; admins only.
-
-    The model and sampling of an endpoint a judge configuration has verdicts with are frozen (a cached verdict
-    would no longer say what that model thinks).
-    """
-    from tasks_app.models import ModelEndpoint
-
-    _admin_check(user)
-    in_use = (
-        endpoint is not None
-        and endpoint.pk is not None
-        and Verdict.objects.filter(judge_config__endpoint=endpoint).exists()
-    )
-    _frozen_check(endpoint, fields, ENDPOINT_VERDICT_FIELDS, has_verdicts=in_use, what="A judge on this endpoint")
-    if endpoint is None:
-        endpoint = ModelEndpoint(created_by=user)
-    for name, value in fields.items():
-        setattr(endpoint, name, value)
-    base_url_check(endpoint.base_url)
-    # Django's URL validator wants a dotted host; "http://vllm:8000/v1" (a compose service, a GPU box) is fine here.
-    endpoint.full_clean(exclude=["base_url"])
-    endpoint.save()
-    return endpoint
-
-
-def base_url_check(url: str) -> None:
-    """An http(s) URL with a host: single-label hosts (``gpu1``, ``vllm``) allowed, as on private networks."""
-    from urllib.parse import urlsplit
-
-    try:
-        parts = urlsplit(url or "")
-        parts.port  # noqa: B018 - raises on a junk port
-    except ValueError:
-        raise ValidationError({"base_url": "Enter a valid URL."}) from None
-    if parts.scheme not in ("http", "https") or not parts.hostname or " " in url:
-        raise ValidationError({"base_url": "Enter a valid http(s) URL, e.g. http://gpu1:8000/v1."})
 
 
 @transaction.atomic
@@ -433,11 +356,11 @@ def judge_config_save(*, user, fields: dict, judge_config: JudgeConfig | None = 
 
     Once it has verdicts, what changes a verdict (endpoint, samples, temperature, prompt) is frozen.
     """
-    _admin_check(user)
+    registry_admin_check(user)
     if fields.get("prompt_version", JUDGE_PROMPT_VERSION) not in JUDGE_PROMPTS:
         raise ValidationError({"prompt_version": f"one of {', '.join(sorted(JUDGE_PROMPTS))}"})
     has_verdicts = judge_config is not None and judge_config.pk is not None and judge_config.verdicts.exists()
-    _frozen_check(judge_config, fields, JUDGE_VERDICT_FIELDS, has_verdicts=has_verdicts, what="This judge")
+    frozen_fields_check(judge_config, fields, JUDGE_VERDICT_FIELDS, has_verdicts=has_verdicts, what="This judge")
     judge_config = judge_config or JudgeConfig()
     for name, value in fields.items():
         setattr(judge_config, name, value)
@@ -458,6 +381,5 @@ __all__ = [
     "judge_messages",
     "judge_output_parse",
     "majority",
-    "model_endpoint_save",
     "trajectory_render",
 ]

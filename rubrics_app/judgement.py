@@ -27,11 +27,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from corecraft_site.canonical import canonical_json, canonical_sha256
+from corecraft_site.code_version import code_version
 from corecraft_site.llm import ChatClient
 from rubrics_app.criteria import criterion_content_hash
-from rubrics_app.judge import endpoint_client, judge_llm_criterion
+from rubrics_app.endpoints import endpoint_client
+from rubrics_app.judge import judge_llm_criterion
 from rubrics_app.models import CriterionKind, JudgeConfig, Verdict, VerdictStatus
 from rubrics_app.programmatic import ERROR, MET, NOT_MET, PENDING, criteria_evaluate
+from world_app.contract import CONVERSATION_TOOLS
+from world_app.conversation import facts_disclosed
+from world_app.models import Episode, EpisodeStep
 
 PENDING_NO_JUDGE = "pending: no LLM judge is configured"
 NO_EPISODE = "the trajectory has no episode to judge"
@@ -166,8 +171,6 @@ class Trajectory:
     ) -> Trajectory:
         """From an episode's logged steps (the trainer API's trajectories: every call the agent made is a step);
         its simulated user is the one the episode was opened with."""
-        from world_app.models import Episode, EpisodeStep
-
         steps = (
             EpisodeStep.objects.filter(episode=episode)
             .order_by("seq")
@@ -190,9 +193,6 @@ class Trajectory:
     def conversation(self) -> list[dict]:
         """The conversation beyond the first message: each question the agent asked (``ask_user``) with the reply
         and the held-back facts it drew out, in order (``call``: the call's index among the tool calls)."""
-        from world_app.contract import CONVERSATION_TOOLS
-        from world_app.conversation import facts_disclosed
-
         turns = []
         for index, call in enumerate(self.tool_calls):
             if call.name not in CONVERSATION_TOOLS or call.is_error:
@@ -493,8 +493,6 @@ PROGRAMMATIC_CODE_PATHS = (
 
 def programmatic_version() -> str:
     """The programmatic judge's code version (a sha256 of ``PROGRAMMATIC_CODE_PATHS``)."""
-    from corecraft_site.code_version import code_version
-
     return code_version(PROGRAMMATIC_CODE_PATHS)
 
 

@@ -1,11 +1,13 @@
-"""Rubric criteria: rows of a task version, copied into each new version and never edited afterwards."""
+"""The judgement's rows: what a criterion is (its kinds and categories), the model endpoints and judge configurations
+that decide llm criteria, the verdicts (also the judge's cache) and the reviewers' labels of verdicts.
+
+The criteria themselves are rows of a task version (``tasks_app.models.Criterion``): the judgement reads any object
+with a criterion's fields, so it needs no task.
+"""
 
 from __future__ import annotations
 
-import uuid
-
 from django.conf import settings
-from django.core.validators import MinValueValidator
 from django.db import models
 
 
@@ -27,38 +29,36 @@ class CriterionCategory(models.TextChoices):
 PROGRAMMATIC_KINDS = (CriterionKind.STATE, CriterionKind.TOOL_CALL, CriterionKind.RESPONSE)
 
 
-class Criterion(models.Model):
-    """One check of a task version's rubric.
+class ModelEndpoint(models.Model):
+    """An OpenAI-compatible model to run rollouts or judge with. The key lives in an environment variable."""
 
-    ``key`` names the criterion across versions (verdict caches and comments use it); ``content_hash`` changes
-    whenever what is checked changes (not when it is only moved).
-    """
-
-    version = models.ForeignKey("tasks_app.TaskVersion", on_delete=models.CASCADE, related_name="criteria")
-    key = models.UUIDField(default=uuid.uuid4, db_index=True)
-    position = models.PositiveIntegerField()
-    kind = models.CharField(max_length=16, choices=CriterionKind.choices)
-    text = models.TextField(help_text="What is checked, in plain language.")
-    spec = models.JSONField(default=dict, blank=True)
-    weight = models.FloatField(default=1.0, validators=[MinValueValidator(0.0)])
-    category = models.CharField(max_length=16, choices=CriterionCategory.choices)
-    required = models.BooleanField(default=False)
-    content_hash = models.CharField(max_length=64, editable=False)
+    name = models.CharField(max_length=100, unique=True)
+    base_url = models.URLField(max_length=500, help_text="OpenAI-compatible base URL, e.g. http://host:8000/v1")
+    model = models.CharField(max_length=200, help_text="Model id sent with every request.")
+    api_key_env = models.CharField(
+        max_length=100,
+        blank=True,
+        help_text="NAME of the environment variable holding the API key (never the key itself).",
+    )
+    sampling = models.JSONField(
+        default=dict, blank=True, help_text="temperature, top_p, max_tokens, seed… sent with every request."
+    )
+    timeout_s = models.FloatField(default=60.0)
+    max_retries = models.PositiveIntegerField(default=4)
+    is_active = models.BooleanField(default=True, db_index=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_checked_at = models.DateTimeField(null=True, blank=True)
+    last_check = models.JSONField(default=dict, blank=True, help_text="Outcome of the last test connection.")
 
     class Meta:
-        ordering = ["version", "position"]
-        constraints = [
-            models.UniqueConstraint(fields=["version", "position"], name="criterion_unique_position"),
-            models.UniqueConstraint(fields=["version", "key"], name="criterion_unique_key"),
-            models.CheckConstraint(condition=models.Q(weight__gt=0), name="criterion_weight_positive"),
-        ]
-        verbose_name_plural = "criteria"
+        ordering = ["name"]
+        db_table = "tasks_app_modelendpoint"  # made by tasks_app's migrations before it moved here
 
     def __str__(self) -> str:
-        return f"{self.kind}: {self.text[:60]}"
-
-
-# --- Issue 5: the judge ----------------------------------------------------------------------------------
+        return f"{self.name} ({self.model})"
 
 
 class JudgeConfig(models.Model):
@@ -68,7 +68,7 @@ class JudgeConfig(models.Model):
     """
 
     name = models.CharField(max_length=100, unique=True)
-    endpoint = models.ForeignKey("tasks_app.ModelEndpoint", on_delete=models.PROTECT, related_name="judge_configs")
+    endpoint = models.ForeignKey(ModelEndpoint, on_delete=models.PROTECT, related_name="judge_configs")
     samples = models.PositiveIntegerField(default=1, help_text="Samples per criterion; the majority decides.")
     temperature = models.FloatField(default=0.0)
     prompt_version = models.CharField(max_length=32, default="v1")

@@ -31,10 +31,12 @@ from rubrics_app.criteria import (
     field_value,
     resolve_field,
     spec_read,
-    world_tables,
 )
 from rubrics_app.models import CriterionKind
 from rubrics_app.patterns import PatternTimeout, pattern_finditer, pattern_search
+from world_app.conversation import facts_disclosed
+from world_app.episodes import episode_world, episode_world_diff
+from world_app.models import Episode, EpisodeStep, world_models_by_name
 
 MET, NOT_MET, PENDING = "met", "not_met", "pending"
 # The LLM judge's status for a criterion it could not decide (invalid output, endpoint down): neither met nor not.
@@ -78,9 +80,6 @@ def criteria_evaluate(
     ``only_changes`` or ``makes_changes`` criterion needs it. ``simulated_user`` (the task's spec) says which
     held-back facts the agent's questions drew out (``asked`` criteria).
     """
-    from world_app.episodes import episode_world, episode_world_diff
-    from world_app.models import EpisodeStep
-
     criteria = list(criteria)
     if tool_calls is not None or episode is None:
         steps = calls_as_steps(list(tool_calls or []))
@@ -91,8 +90,6 @@ def criteria_evaluate(
             .values("seq", "name", "arguments", "result", "is_error")
         )
     if simulated_user is None and episode is not None:
-        from world_app.models import Episode
-
         simulated_user = (
             Episode.objects.filter(pk=getattr(episode, "pk", episode)).values_list("simulated_user", flat=True).first()
         )
@@ -143,8 +140,6 @@ def state_verdict(criterion, *, diff: Callable[[], dict] | None = None) -> dict:
     spec = spec_read(StateSpec, criterion.spec)
     if spec.op in ("only_changes", "makes_changes"):
         if diff is None:
-            from world_app.episodes import episode_world_diff
-
             diff = episode_world_diff
         if spec.op == "makes_changes":
             return _makes_changes_verdict(criterion, spec, diff())
@@ -238,7 +233,7 @@ def _describe_values(values: dict | None) -> str:
 
 
 def _rows_verdict(criterion, spec: StateSpec) -> dict:
-    model = world_tables()[spec.entity_type]
+    model = world_models_by_name()[spec.entity_type]
     rows = model.objects.all()
     for item in spec.filters:
         rows = rows.filter(_condition(item.field, item.op, _operand(model, item.field, item.op, item.value)))
@@ -346,8 +341,6 @@ def tool_call_verdict(criterion, steps: list[dict], *, simulated_user: dict | No
 def _asked_verdict(criterion, spec: ToolCallSpec, steps: list[dict], simulated_user: dict) -> dict:
     """Met when a successful question to the user drew out ``spec.fact`` (the user's script says which facts a
     question asks for, whatever its wording), before any successful call of the ``before`` tools."""
-    from world_app.conversation import facts_disclosed
-
     tool = spec.tool or "ask_user"
     if not simulated_user:
         return _verdict(criterion, NOT_MET, "the task has no simulated user: no question could draw out a fact")

@@ -11,10 +11,19 @@ from collections.abc import Callable
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
 
-from corecraft_site.service_admin import ServiceSavedAdmin
-from rubrics_app.judge import model_endpoint_save
-from rubrics_app.models import Criterion
-from tasks_app.models import Comment, ReferenceRun, Review, Task, TaskVersion
+from corecraft_site.service_admin import ReadOnlyAdmin, ReadOnlyInline
+from tasks_app.models import (
+    CalibrationItem,
+    CalibrationRun,
+    Comment,
+    Criterion,
+    ReferenceRun,
+    Review,
+    Rollout,
+    Task,
+    TaskCalibration,
+    TaskVersion,
+)
 from tasks_app.services.reference_solution import reference_solution_run
 from tasks_app.services.reviews import comment_resolve, review_approve, review_claim, review_release
 from tasks_app.services.tasks import task_retire, task_submit_for_review
@@ -32,31 +41,6 @@ def run_for_each(modeladmin: admin.ModelAdmin, request, queryset, *, what: str, 
             modeladmin.message_user(request, f"{obj}: {reason}", messages.ERROR)
     if done:
         modeladmin.message_user(request, f"{what}: {done} done.", messages.SUCCESS)
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """Records written only by services: browsable, never added, changed or deleted here."""
-
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
-
-
-class ReadOnlyInline(admin.TabularInline):
-    extra = 0
-    can_delete = False
-    show_change_link = True
-
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
 
 
 class VersionInline(ReadOnlyInline):
@@ -148,6 +132,19 @@ class TaskVersionAdmin(ReadOnlyAdmin):
     inlines = (CriterionInline,)
 
 
+@admin.register(Criterion)
+class CriterionAdmin(ReadOnlyAdmin):
+    list_display = ("short_text", "kind", "category", "weight", "required", "version", "position")
+    list_filter = ("kind", "category", "required")
+    search_fields = ("text", "version__task__title", "key")
+    list_select_related = ("version__task",)
+    readonly_fields = ("content_hash",)
+
+    @admin.display(description="text")
+    def short_text(self, criterion: Criterion) -> str:
+        return criterion.text[:80]
+
+
 @admin.register(Review)
 class ReviewAdmin(ReadOnlyAdmin):
     list_display = ("task", "version", "reviewer", "decision", "created_at")
@@ -181,50 +178,7 @@ class ReferenceRunAdmin(ReadOnlyAdmin):
     list_select_related = ("version__task", "created_by")
 
 
-# --- Issue 5: model endpoints, rollouts and calibration runs ----------------------------------------------
-
-from tasks_app.models import (  # noqa: E402
-    CalibrationItem,
-    CalibrationRun,
-    ModelEndpoint,
-    Rollout,
-    TaskCalibration,
-)
-
-
-def _model_endpoint_save(*, user, fields: dict, instance: ModelEndpoint | None) -> ModelEndpoint:
-    return model_endpoint_save(user=user, fields=fields, endpoint=instance)
-
-
-@admin.register(ModelEndpoint)
-class ModelEndpointAdmin(ServiceSavedAdmin):
-    """Admins register endpoints here (through ``model_endpoint_save``, as on the endpoints page); the key stays in
-    the environment variable the endpoint names."""
-
-    save_service = staticmethod(_model_endpoint_save)
-
-    list_display = ("name", "model", "base_url", "api_key_env", "is_active", "check_ok", "last_checked_at")
-    list_filter = ("is_active",)
-    search_fields = ("name", "model", "base_url")
-    readonly_fields = ("created_by", "created_at", "last_checked_at", "last_check")
-    actions = ("test_connection",)
-
-    @admin.display(description="last check", boolean=True)
-    def check_ok(self, endpoint: ModelEndpoint) -> bool | None:
-        return endpoint.last_check.get("ok") if endpoint.last_check else None
-
-    @admin.action(description="Test connection", permissions=("change",))
-    def test_connection(self, request, queryset) -> None:
-        from tasks_app.rollouts.endpoints import model_endpoint_test
-
-        for endpoint in queryset:
-            outcome = model_endpoint_test(endpoint=endpoint)
-            if outcome["ok"]:
-                self.message_user(
-                    request, f"{endpoint.name}: answered in {outcome['latency_ms']} ms.", messages.SUCCESS
-                )
-            else:
-                self.message_user(request, f"{endpoint.name}: {outcome['error']}", messages.ERROR)
+# --- rollouts and calibration runs -------------------------------------------------------------------------
 
 
 @admin.register(Rollout)

@@ -290,8 +290,7 @@ def task_calibration_update(*, run) -> list:
     """
     from django.db import transaction
 
-    from rubrics_app.models import Criterion
-    from tasks_app.models import CalibrationItem, Rollout, RolloutStatus, TaskCalibration
+    from tasks_app.models import CalibrationItem, Criterion, Rollout, RolloutStatus, TaskCalibration
 
     version_ids = list(
         CalibrationItem.objects.filter(run=run).order_by("version_id").values_list("version_id", flat=True).distinct()

@@ -18,11 +18,13 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.db import models
 
-from rubrics_app.criteria import COUNT_OPS, criteria_validate, criterion_text_warnings, world_tables
+from rubrics_app.criteria import COUNT_OPS, criteria_validate, criterion_text_warnings
 from rubrics_app.models import CriterionCategory, CriterionKind
 from tasks_app.models import Difficulty, TaskStatus, TaskType
 from tasks_app.selectors_authoring import snapshots_for_choice, task_authors
 from tasks_app.selectors_calibration import FLAG_FILTERS, SORTS
+from world_app.models import world_models_by_name
+from world_app.tools.registry import GROUPS, all_tools, get_tool
 
 MAX_CRITERIA = 100
 PREFIX = re.compile(r"^c\d{1,4}$")
@@ -405,13 +407,14 @@ class CriterionDraft:
 
 def entity_type_choices() -> list[tuple[str, str]]:
     return sorted(
-        ((name, model._meta.verbose_name.capitalize()) for name, model in world_tables().items()), key=lambda c: c[1]
+        ((name, model._meta.verbose_name.capitalize()) for name, model in world_models_by_name().items()),
+        key=lambda c: c[1],
     )
 
 
 def entity_field_paths(entity_type: str) -> list[str]:
     """The fields a state criterion can name on ``entity_type``: its own, and one hop along its references."""
-    model = world_tables().get(entity_type)
+    model = world_models_by_name().get(entity_type)
     if model is None:
         return []
     paths = []
@@ -423,16 +426,12 @@ def entity_field_paths(entity_type: str) -> list[str]:
 
 
 def tool_argument_names(tool_name: str) -> list[str]:
-    from world_app.tools.registry import get_tool
-
     found = get_tool(tool_name) if tool_name else None
     return list(found.params.model_fields) if found else []
 
 
 def tool_choices() -> list[tuple[str, list[tuple[str, str]]]]:
     """The registry's tools grouped for a <select> with <optgroup>s."""
-    from world_app.tools.registry import GROUPS, all_tools
-
     tools = all_tools()
     return [(group.capitalize(), [(t.name, t.name) for t in tools if t.group == group]) for group in GROUPS]
 

@@ -1,13 +1,21 @@
-"""Tasks, their immutable versions, reviews, comments and reference-solution runs (issue 4).
+"""Tasks, their immutable versions and rubric criteria, reviews, comments, reference-solution runs, rollouts and
+calibration runs.
 
 A ``Task`` is the mutable head (status, review lease, the fields lists filter on); every save makes a new
-``TaskVersion`` holding the authored content, and versions are never edited afterwards.
+``TaskVersion`` holding the authored content (its ``Criterion`` rows included), and versions are never edited
+afterwards.
 """
 
 from __future__ import annotations
 
+import uuid
+
 from django.conf import settings
+from django.core.validators import MinValueValidator
 from django.db import models
+
+from rubrics_app.models import CriterionCategory, CriterionKind, JudgeConfig, ModelEndpoint
+from world_app.models import Episode, WorldSnapshot
 
 
 class TaskType(models.TextChoices):
@@ -91,7 +99,7 @@ class TaskVersion(models.Model):
     family = models.CharField(max_length=100, blank=True)
     tags = models.JSONField(default=list, blank=True)
     instruction = models.TextField(help_text="What the agent receives: a customer's message, a ticket, a request.")
-    snapshot = models.ForeignKey("world_app.WorldSnapshot", on_delete=models.PROTECT, related_name="task_versions")
+    snapshot = models.ForeignKey(WorldSnapshot, on_delete=models.PROTECT, related_name="task_versions")
     reviewer_notes = models.TextField(blank=True)
     reference_solution = models.JSONField(
         default=dict, blank=True, help_text='{"calls": [{"tool", "arguments"}], "final_answer": "..."}'
@@ -112,6 +120,38 @@ class TaskVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.task_id} v{self.number}"
+
+
+class Criterion(models.Model):
+    """One check of a task version's rubric.
+
+    ``key`` names the criterion across versions (verdict caches and comments use it); ``content_hash`` changes
+    whenever what is checked changes (not when it is only moved).
+    """
+
+    version = models.ForeignKey(TaskVersion, on_delete=models.CASCADE, related_name="criteria")
+    key = models.UUIDField(default=uuid.uuid4, db_index=True)
+    position = models.PositiveIntegerField()
+    kind = models.CharField(max_length=16, choices=CriterionKind.choices)
+    text = models.TextField(help_text="What is checked, in plain language.")
+    spec = models.JSONField(default=dict, blank=True)
+    weight = models.FloatField(default=1.0, validators=[MinValueValidator(0.0)])
+    category = models.CharField(max_length=16, choices=CriterionCategory.choices)
+    required = models.BooleanField(default=False)
+    content_hash = models.CharField(max_length=64, editable=False)
+
+    class Meta:
+        ordering = ["version", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["version", "position"], name="criterion_unique_position"),
+            models.UniqueConstraint(fields=["version", "key"], name="criterion_unique_key"),
+            models.CheckConstraint(condition=models.Q(weight__gt=0), name="criterion_weight_positive"),
+        ]
+        verbose_name_plural = "criteria"
+        db_table = "rubrics_app_criterion"  # made by rubrics_app's migrations before it moved here
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.text[:60]}"
 
 
 class ReviewDecision(models.TextChoices):
@@ -159,7 +199,7 @@ class ReferenceRun(models.Model):
     """One run of a version's reference solution in a fresh episode, with a verdict per criterion."""
 
     version = models.ForeignKey(TaskVersion, on_delete=models.CASCADE, related_name="reference_runs")
-    episode = models.ForeignKey("world_app.Episode", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    episode = models.ForeignKey(Episode, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     call_results = models.JSONField(default=list, help_text="[{tool, arguments, is_error, result}] per call")
     verdicts = models.JSONField(default=list)
     reward = models.FloatField(null=True, blank=True, help_text="Empty while llm criteria are pending.")
@@ -176,37 +216,6 @@ class ReferenceRun(models.Model):
 
 
 # --- Issue 5: model endpoints, rollouts and calibration -------------------------------------------------
-
-
-class ModelEndpoint(models.Model):
-    """An OpenAI-compatible model to run rollouts or judge with. The key lives in an environment variable."""
-
-    name = models.CharField(max_length=100, unique=True)
-    base_url = models.URLField(max_length=500, help_text="OpenAI-compatible base URL, e.g. http://host:8000/v1")
-    model = models.CharField(max_length=200, help_text="Model id sent with every request.")
-    api_key_env = models.CharField(
-        max_length=100,
-        blank=True,
-        help_text="NAME of the environment variable holding the API key (never the key itself).",
-    )
-    sampling = models.JSONField(
-        default=dict, blank=True, help_text="temperature, top_p, max_tokens, seed… sent with every request."
-    )
-    timeout_s = models.FloatField(default=60.0)
-    max_retries = models.PositiveIntegerField(default=4)
-    is_active = models.BooleanField(default=True, db_index=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    last_checked_at = models.DateTimeField(null=True, blank=True)
-    last_check = models.JSONField(default=dict, blank=True, help_text="Outcome of the last test connection.")
-
-    class Meta:
-        ordering = ["name"]
-
-    def __str__(self) -> str:
-        return f"{self.name} ({self.model})"
 
 
 class RolloutPolicy(models.TextChoices):
@@ -237,7 +246,7 @@ class Rollout(models.Model):
     )
     perturbation = models.JSONField(default=dict, blank=True, help_text="{key, description} for perturbed runs.")
     sample = models.PositiveIntegerField(default=0)
-    episode = models.ForeignKey("world_app.Episode", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    episode = models.ForeignKey(Episode, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     status = models.CharField(max_length=12, choices=RolloutStatus.choices, default=RolloutStatus.QUEUED, db_index=True)
     failure_reason = models.TextField(blank=True)
     messages = models.JSONField(default=list, blank=True, help_text="The conversation, OpenAI message format.")
@@ -299,7 +308,7 @@ class CalibrationRun(models.Model):
     policies = models.JSONField(default=list, help_text='[{"policy": "model"|"reference"|…, "endpoint": id|null}]')
     samples = models.PositiveIntegerField(default=1)
     judge_config = models.ForeignKey(
-        "rubrics_app.JudgeConfig", null=True, blank=True, on_delete=models.PROTECT, related_name="calibration_runs"
+        JudgeConfig, null=True, blank=True, on_delete=models.PROTECT, related_name="calibration_runs"
     )
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -387,7 +396,7 @@ class TaskCalibration(models.Model):
 
     version = models.ForeignKey(TaskVersion, on_delete=models.CASCADE, related_name="calibrations")
     judge_config = models.ForeignKey(
-        "rubrics_app.JudgeConfig", null=True, blank=True, on_delete=models.CASCADE, related_name="task_calibrations"
+        JudgeConfig, null=True, blank=True, on_delete=models.CASCADE, related_name="task_calibrations"
     )
     run = models.ForeignKey(
         CalibrationRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="task_calibrations"
@@ -436,7 +445,7 @@ class RubricGate(models.Model):
     ``gate_key`` is not the version's current one (the gate's code changed) is stale and computed again."""
 
     version = models.ForeignKey(TaskVersion, on_delete=models.CASCADE, related_name="gates")
-    snapshot = models.ForeignKey("world_app.WorldSnapshot", on_delete=models.CASCADE, related_name="+")
+    snapshot = models.ForeignKey(WorldSnapshot, on_delete=models.CASCADE, related_name="+")
     reference_passes = models.BooleanField()
     gameable = models.JSONField(default=list, blank=True, help_text="[{policy, why, criteria}]")
     over_specified = models.JSONField(default=list, blank=True, help_text="[{policy, why, criteria}]")

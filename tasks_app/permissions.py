@@ -9,8 +9,8 @@ from __future__ import annotations
 from django.core.exceptions import PermissionDenied
 from django.db.models import Q
 
+from corecraft_site.roles import ADMIN, AUTHOR, REVIEWER, is_admin, user_roles
 from tasks_app.models import TaskStatus
-from tasks_app.roles import ADMIN, AUTHOR, REVIEWER, user_roles
 
 # Django's name of the grant that reads a held-out task (the eval:read scope of a session).
 READ_HOLDOUT = "tasks_app.read_holdout"
@@ -21,10 +21,6 @@ REVIEWED_STATUSES = (
     TaskStatus.APPROVED,
     TaskStatus.RETIRED,
 )
-
-
-def is_admin(user) -> bool:
-    return ADMIN in user_roles(user)
 
 
 def can_read_holdout(user) -> bool:

@@ -50,6 +50,10 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from rubrics_app.judgement import OPEN_WORLD, Judgement, RubricCriterion, Trajectory, rubric_of, trajectory_judge
+from world_app.conversation import simulated_user_bound
+from world_app.episodes import episode_close, episode_create, episode_world, episode_world_diff
+from world_app.routers import EPISODE_ALIAS
+from world_app.tools.registry import CONVERSATION_GROUP, call_tool, get_tool, invoke_tool
 
 DROP_WRITE, CHANGE_ARGUMENT, DROP_FACT, FIRST_PAGE_ONLY = (
     "drop_write",
@@ -83,8 +87,6 @@ class Perturbation:
 
 
 def _default_lookup(name: str):
-    from world_app.tools.registry import get_tool
-
     return get_tool(name)
 
 
@@ -545,9 +547,6 @@ def _criterion_rows(criteria: list[dict]) -> list[RubricCriterion]:
 
 def _run_calls(snapshot, calls: list[dict], label: str, simulated_user: dict | None = None):
     """A new episode with ``calls`` made in it; the episode, the calls' errors and their results."""
-    from world_app.episodes import episode_create
-    from world_app.tools.registry import call_tool
-
     episode = episode_create(snapshot=snapshot, label=label, simulated_user=simulated_user)
     errors, results = [], []
     for index, call in enumerate(calls):
@@ -609,16 +608,12 @@ class SnapshotReplay:
             self.simulated_user = before
 
     def __enter__(self) -> SnapshotReplay:
-        from world_app.episodes import episode_create, episode_world
-
         self.episode = episode_create(snapshot=self.snapshot, label="rubric check (replay)")
         self._world = episode_world(self.episode)
         self._world.__enter__()
         return self
 
     def __exit__(self, *exc) -> None:
-        from world_app.episodes import episode_close
-
         try:
             self._world.__exit__(*exc)
         finally:
@@ -630,8 +625,6 @@ class SnapshotReplay:
 
     def diff(self, calls: list[dict]) -> dict:
         """The diff (``episode_diff``'s shape) that ``calls`` made in order leave on the snapshot (rolled back)."""
-        from world_app.episodes import episode_world_diff
-
         found: list[dict] = []
         self._play(calls, lambda results: found.append(episode_world_diff()))
         return found[0]
@@ -671,10 +664,6 @@ class SnapshotReplay:
     def _play(self, calls: list[dict], then=None) -> tuple[list, list[str]]:
         """Make ``calls`` in a savepoint, run ``then(results)`` in the world they left, and roll it all back."""
         from django.db import transaction
-
-        from world_app.conversation import simulated_user_bound
-        from world_app.routers import EPISODE_ALIAS
-        from world_app.tools.registry import CONVERSATION_GROUP, get_tool, invoke_tool
 
         memo = self.__dict__.setdefault("_reads", {})
         with transaction.atomic(using=EPISODE_ALIAS), simulated_user_bound(self.simulated_user):
@@ -781,8 +770,6 @@ def _rubric_check(
     rows, calls: list[dict], answer: str, *, replay: SnapshotReplay | None, snapshot, exhaustive: bool,
     instruction: str, simulated_user: dict | None,
 ) -> RubricCheck:  # fmt: skip
-    from world_app.episodes import episode_close
-
     detected, undetected = [], []
     if replay is not None:
         replayer, differ = replay.results, replay.diff

@@ -54,6 +54,8 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
+from rubrics_app.judgement import rubric_of
+from rubrics_app.programmatic import PENDING, reward
 from tasks_app.perturbations import (
     CHANGE_ARGUMENT,
     DROP_FACT,
@@ -64,6 +66,8 @@ from tasks_app.perturbations import (
     facts_of,
     reference_perturbations,
 )
+from world_app.models import KnowledgeBaseArticle, commerce, support, warranty
+from world_app.tools.registry import get_tool
 
 MUST_FAIL, MUST_PASS = "must_fail", "must_pass"
 REFERENCE = "reference"
@@ -112,8 +116,6 @@ def policy_expect(key: str) -> str:
 
 
 def _tool(name: str):
-    from world_app.tools.registry import get_tool
-
     return get_tool(name)
 
 
@@ -279,8 +281,6 @@ def _no_call() -> str:
 def world_vocabulary(titles: Iterable[str] | None = None) -> str:
     """The no-call reply: every knowledge-base title given, every status/reason/outcome of the world's models
     and the usual remedy words, in one polite message (what a policy that never looks anything up can say)."""
-    from world_app.models import commerce, support, warranty
-
     words: list[str] = []
     for module in (commerce, support, warranty):
         for name in sorted(vars(module)):
@@ -557,8 +557,6 @@ def policy_outcome(
     *, key: str, verdicts: Sequence[dict], texts: dict[str, str], description: str = ""
 ) -> PolicyOutcome:
     """A policy's outcome from its verdicts (``texts``: criterion key -> text)."""
-    from rubrics_app.programmatic import PENDING, reward
-
     outcome = reward([{**v, "status": PENDING} if v.get("status") == "error" else v for v in verdicts])
     return PolicyOutcome(
         key=key,
@@ -627,8 +625,6 @@ def _vocabulary_for(snapshot_id: int, titles: tuple[str, ...]) -> str:
 
 def replay_vocabulary(replay) -> str:
     """The no-call reply for the snapshot of ``replay`` (a ``SnapshotReplay``): its published KB titles."""
-    from world_app.models import KnowledgeBaseArticle
-
     titles = tuple(
         KnowledgeBaseArticle.objects.filter(is_published=True).order_by("id").values_list("title", flat=True)
     )
@@ -647,8 +643,6 @@ def red_team_check(
 
 
 def _red_team_check(*, criteria: list, instruction: str, solution: dict, replay) -> RedTeamReport:
-    from rubrics_app.judgement import rubric_of
-
     rows = rubric_of(criteria)
     texts = {str(r.key): r.text for r in rows}
     calls = _calls(solution)

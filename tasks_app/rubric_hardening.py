@@ -39,6 +39,12 @@ from typing import Any
 
 from rubrics_app import answer_facts
 from rubrics_app.criteria import as_number
+from rubrics_app.programmatic import _strings_in, response_verdict
+from world_app.episodes import episode_world_diff
+from world_app.episodes.world_db import PENDING_CHANGES_SQL
+from world_app.models import world_models_by_name
+from world_app.routers import EPISODE_ALIAS
+from world_app.tools.registry import get_tool, invoke_tool
 
 FACT_SHARE = 0.45
 GUARD_SHARE = 0.2
@@ -62,8 +68,6 @@ def _row(criterion: dict) -> SimpleNamespace:
 
 
 def _met_everywhere(criterion: dict, answers: tuple[str, ...]) -> bool:
-    from rubrics_app.programmatic import response_verdict
-
     try:
         return all(response_verdict(_row(criterion), answer)["status"] == "met" for answer in answers)
     except Exception:  # noqa: BLE001 - a spec this module built that does not validate is simply not used
@@ -278,15 +282,11 @@ def _only_changes_text(rules: list[dict]) -> str:
 
 
 def _write_tool(name: str) -> bool:
-    from world_app.tools.registry import get_tool
-
     found = get_tool(name)
     return found is not None and found.group == "write"
 
 
 def _seen_ids(answer: str, instruction: str, results: list) -> list[str]:
-    from rubrics_app.programmatic import _strings_in
-
     prose, _ = answer_facts.readable(answer)
     named = list(dict.fromkeys(m.value for m in answer_facts.id_mentions(prose)))
     seen: set[str] = set()
@@ -399,9 +399,7 @@ def _decided_columns(model_name: str) -> set[str]:
     text or a time stamp the tools set."""
     from django.db import models
 
-    from rubrics_app.criteria import world_tables
-
-    model = world_tables()[model_name]
+    model = world_models_by_name()[model_name]
     out = set()
     for f in model._meta.concrete_fields:
         if f.primary_key or isinstance(f, models.DateField | models.TextField):
@@ -446,8 +444,6 @@ def _needed_text(rules: list[dict]) -> str:
 
 
 def _fails_without(criteria: list[dict], dropped: str) -> bool:
-    from rubrics_app.programmatic import response_verdict
-
     for c in criteria:
         if c["kind"] == "response" and c.get("required"):
             try:
@@ -535,11 +531,6 @@ def _weighted(criteria: list[dict]) -> list[dict]:
 def reference_trace(calls: list[dict]) -> tuple[list, dict]:
     """Inside ``episode_world()``: the results and the diff of ``calls`` made in order (rolled back after)."""
     from django.db import connections, transaction
-
-    from world_app.episodes import episode_world_diff
-    from world_app.episodes.world_db import PENDING_CHANGES_SQL
-    from world_app.routers import EPISODE_ALIAS
-    from world_app.tools.registry import invoke_tool
 
     with transaction.atomic(using=EPISODE_ALIAS):
         results = [invoke_tool(c["tool"], c.get("arguments") or {}) for c in calls]

@@ -8,10 +8,9 @@ from datetime import datetime
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
-from rubrics_app.models import Criterion
+from corecraft_site.roles import ADMIN, AUTHOR, REVIEWER, user_roles
 from tasks_app.criterion_words import criterion_change_words
-from tasks_app.models import Comment, ReferenceRun, Review, Task, TaskStatus, TaskVersion
-from tasks_app.roles import ADMIN, AUTHOR, REVIEWER, user_roles
+from tasks_app.models import Comment, Criterion, ReferenceRun, Review, Task, TaskStatus, TaskVersion
 
 
 def _not_written_by(user) -> Q:

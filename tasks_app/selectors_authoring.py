@@ -5,8 +5,7 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.db.models import Q, QuerySet
 
-from rubrics_app.models import Criterion
-from tasks_app.models import Comment, Task, TaskVersion
+from tasks_app.models import Comment, Criterion, Task, TaskVersion
 from world_app.models import WorldSnapshot
 
 # The snapshot image is megabytes: pages that show a snapshot never load it.

@@ -14,8 +14,7 @@ from typing import Any
 
 from django.db.models import BooleanField, Exists, F, FloatField, JSONField, OuterRef, Q, QuerySet, Subquery
 
-from rubrics_app.models import Criterion
-from tasks_app.models import RubricGate, Task, TaskCalibration
+from tasks_app.models import Criterion, RubricGate, Task, TaskCalibration
 
 # The flags that leave a task out of a release (trainer_bridge.splits.GATE_FLAGS): kept in step by a test.
 GATE_FLAGS = ("gameable", "over_specified")
@@ -167,3 +166,14 @@ __all__ = [
     "tasks_with_calibration",
     "with_cells",
 ]
+
+
+def criterion_texts(keys: set[str]) -> dict[str, str]:
+    """Each criterion key's text in its latest version (the judge-agreement page names the criteria it figures)."""
+    return {
+        str(key): text
+        for key, text in Criterion.objects.filter(key__in=keys)
+        .order_by("key", "-version__number")
+        .distinct("key")
+        .values_list("key", "text")
+    }

@@ -21,9 +21,9 @@ from django.db import transaction
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from rubrics_app.models import JudgeConfig
-from tasks_app.models import ModelEndpoint, Task, TaskStatus
-from tasks_app.roles import ADMIN, AUTHOR, REVIEWER
+from corecraft_site.roles import ADMIN, AUTHOR, REVIEWER
+from rubrics_app.models import JudgeConfig, ModelEndpoint
+from tasks_app.models import Task, TaskStatus
 from tests.tasks_app.factories import task_make, user_in
 from tests.trainer_bridge.trainer_fixtures import trainer_world_make
 from trainer_bridge.services import api_token_create, export_request
@@ -267,9 +267,9 @@ ADMIN_PAGES: list[tuple[str, str]] = [
     ("/admin/world_app/customer/add/",            "302 403 200 403 200 302 302 302 302"),
     ("/admin/world_app/episode/",                 "302 403 403 403 200 302 302 302 302"),
     ("/admin/tasks_app/task/",                    "302 403 403 403 200 302 302 302 302"),
-    ("/admin/rubrics_app/criterion/",             "302 403 403 403 200 302 302 302 302"),
+    ("/admin/tasks_app/criterion/",               "302 403 403 403 200 302 302 302 302"),
     ("/admin/rubrics_app/judgeconfig/add/",       "302 403 403 403 200 302 302 302 302"),
-    ("/admin/tasks_app/modelendpoint/add/",       "302 403 403 403 200 302 302 302 302"),
+    ("/admin/rubrics_app/modelendpoint/add/",     "302 403 403 403 200 302 302 302 302"),
     ("/admin/trainer_bridge/apitoken/",           "302 403 403 403 200 302 302 302 302"),
     ("/admin/trainer_bridge/releaserow/",         "302 403 403 403 200 302 302 302 302"),
 ]

@@ -12,6 +12,7 @@ import secrets
 from django.conf import settings
 from django.db import models
 
+from tasks_app.models import Task, TaskVersion
 from world_app.credentials import Credential
 
 
@@ -133,8 +134,8 @@ class ReleaseRow(models.Model):
     release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="rows")
     split = models.CharField(max_length=10, choices=Split.choices)
     position = models.PositiveIntegerField(help_text="Order within its split.")
-    task = models.ForeignKey("tasks_app.Task", on_delete=models.PROTECT, related_name="release_rows")
-    version = models.ForeignKey("tasks_app.TaskVersion", on_delete=models.PROTECT, related_name="release_rows")
+    task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="release_rows")
+    version = models.ForeignKey(TaskVersion, on_delete=models.PROTECT, related_name="release_rows")
     task_key = models.CharField(max_length=200)
     task_type = models.CharField(max_length=32)
     difficulty = models.CharField("expected difficulty", max_length=16, help_text="The author's, as frozen.")

@@ -7,6 +7,7 @@ from typing import Any
 
 from django.db.models import Count, QuerySet
 
+from tasks_app.models import Criterion
 from trainer_bridge.models import ExportJob, Release, ReleaseRow, ReleaseStatus, Scope, Split
 
 ROW_CHUNK = 1000
@@ -55,8 +56,6 @@ def release_row_get(*, release: str, row_id: str | int) -> ReleaseRow | None:
 
 def release_row_criteria(row: ReleaseRow) -> list:
     """The row's frozen rubric as unsaved ``Criterion`` objects (what ``criteria_evaluate`` reads)."""
-    from rubrics_app.models import Criterion
-
     fields = ("key", "position", "kind", "text", "spec", "weight", "category", "required", "content_hash")
     return [Criterion(**{f: item.get(f) for f in fields if f in item}) for item in row.content.get("rubric", [])]
 

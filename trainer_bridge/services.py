@@ -16,7 +16,7 @@ from django.utils import timezone
 from pydantic import ValidationError as PydanticValidationError
 
 from corecraft_site.canonical import canonical_json, canonical_sha256
-from tasks_app.models import Task, TaskVersion
+from tasks_app.models import Criterion, Task, TaskCalibration, TaskVersion
 from trainer_bridge import splits
 from trainer_bridge.authentication import secret_digest, token_cache_forget
 from trainer_bridge.models import (
@@ -205,8 +205,6 @@ def release_preview(*, release: Release) -> splits.SplitPlan:
 
 
 def _calibration_metadata(version_ids: list[int]) -> dict[int, dict]:
-    from tasks_app.models import TaskCalibration
-
     found: dict[int, dict] = {}
     rows = (
         TaskCalibration.objects.filter(version_id__in=version_ids)
@@ -232,9 +230,6 @@ CRITERION_FIELDS = ("key", "position", "kind", "text", "spec", "weight", "catego
 
 def _versions_content(version_ids: list[int], *, tool_names: list[str]) -> dict[int, dict]:
     """The frozen content of each version: three queries of plain values, whatever the number of versions."""
-    from rubrics_app.models import Criterion
-    from tasks_app.models import TaskVersion
-
     versions = TaskVersion.objects.filter(pk__in=version_ids).values(
         "id", "instruction", "title", "tags", "number", "content_hash", "task_type", "difficulty", "family",
         "snapshot__version", "task__source_key", "simulated_user",

@@ -29,6 +29,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from tasks_app.models import RubricGate, Task, TaskCalibration, TaskStatus
+from tasks_app.similarity import near_duplicate_groups
+
 TRAIN = "train"
 HOLDOUT = "holdout"
 EXCLUDED = "excluded"
@@ -310,8 +313,6 @@ def split_plan(
 
 def candidates_select(filters: ReleaseFilters) -> list[Candidate]:
     """Approved tasks (their current version) that pass ``filters``, in key order."""
-    from tasks_app.models import Task, TaskStatus
-
     tasks = Task.objects.filter(status=TaskStatus.APPROVED, current_version__isnull=False)
     if filters.task_types:
         tasks = tasks.filter(task_type__in=filters.task_types)
@@ -353,8 +354,6 @@ def flagged_versions() -> set[int]:
     found them gameable or over-specified."""
     from django.db.models import F
 
-    from tasks_app.models import RubricGate, TaskCalibration
-
     refused = RubricGate.objects.filter(passes=False, snapshot_id=F("version__snapshot_id"))
     found = set(refused.values_list("version_id", flat=True))
     for version_id, flags in TaskCalibration.objects.values_list("version_id", "flags").iterator(chunk_size=5000):
@@ -365,8 +364,6 @@ def flagged_versions() -> set[int]:
 
 def _calibrations(filters: ReleaseFilters) -> dict[int, dict]:
     """The calibration summary per task version: the programmatic one (no judge config) first, else the latest."""
-    from tasks_app.models import TaskCalibration
-
     found: dict[int, dict] = {}
     rows = TaskCalibration.objects.order_by("version_id", "judge_config_id", "-updated_at").values(
         "version_id", "judge_config_id", "pass_at_1", "reward_std", "flags"
@@ -392,8 +389,6 @@ def _calibration_passes(calibration: dict | None, filters: ReleaseFilters) -> bo
 
 
 def near_duplicates_of(candidates: list[Candidate], threshold: float = 0.8) -> list[set]:
-    from tasks_app.similarity import near_duplicate_groups
-
     return near_duplicate_groups([(c.task_id, c.instruction) for c in candidates], threshold)
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from django.db import models
 
+from world_app.models import Episode
+
 
 class TrainerEpisodeStatus(models.TextChoices):
     OPEN = "open"
@@ -16,9 +18,7 @@ class TrainerEpisodeStatus(models.TextChoices):
 
 
 class TrainerEpisode(models.Model):
-    episode = models.OneToOneField(
-        "world_app.Episode", on_delete=models.CASCADE, related_name="trainer_episode", primary_key=True
-    )
+    episode = models.OneToOneField(Episode, on_delete=models.CASCADE, related_name="trainer_episode", primary_key=True)
     release = models.ForeignKey("trainer_bridge.Release", on_delete=models.PROTECT, related_name="trainer_episodes")
     row = models.ForeignKey("trainer_bridge.ReleaseRow", on_delete=models.PROTECT, related_name="trainer_episodes")
     split = models.CharField(max_length=10, help_text="The row's split, copied: scope checks read it on every call.")

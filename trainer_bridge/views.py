@@ -15,8 +15,8 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from corecraft_site.roles import ADMIN, user_roles
 from tasks_app.models import Difficulty, TaskType
-from tasks_app.roles import ADMIN, user_roles
 from trainer_bridge import services
 from trainer_bridge.exports import CONTENT_TYPES
 from trainer_bridge.models import ExportFormat, ExportJob, ExportStatus, Release, Split

@@ -18,10 +18,18 @@ from django.db import connection, models
 from django.db.models import CharField, Exists, F, FloatField, Func, OuterRef, Q, QuerySet, Subquery, Value
 from django.http import Http404
 
-from rubrics_app.criteria import world_tables
 from world_app.clock import world_now, world_zone
 from world_app.lookup_query import MAX_TERMS, DateWindow, LookupQuery, lookup_query_parse
-from world_app.models import Customer, KnowledgeBaseArticle, Order, OrderLineItem, OrderStatus, Product, SupportTicket
+from world_app.models import (
+    Customer,
+    KnowledgeBaseArticle,
+    Order,
+    OrderLineItem,
+    OrderStatus,
+    Product,
+    SupportTicket,
+    world_models_by_name,
+)
 
 PAGE_SIZE = 15
 RELATED_ROWS = 20
@@ -457,7 +465,7 @@ def world_entity(*, entity_type: str, pk: str) -> EntityPage:
     """Any world row (by its table's model name) with its fields, the rows it references (linked, with their names),
     and the rows that reference it (up to ``RELATED_ROWS`` of each kind, named). Raises Http404 for an unknown type
     or id. One query for the row and what it points to, one per kind of related row."""
-    model = world_tables().get(entity_type)
+    model = world_models_by_name().get(entity_type)
     if model is None:
         raise Http404(f"No entity type {entity_type!r}.")
     pointers = [f.name for f in model._meta.concrete_fields if f.is_relation]
@@ -483,7 +491,7 @@ def world_entity(*, entity_type: str, pk: str) -> EntityPage:
         if not rel.one_to_many and not rel.one_to_one:
             continue
         target = rel.related_model
-        if target._meta.model_name not in world_tables():
+        if target._meta.model_name not in world_models_by_name():
             continue
         their_pointers = [
             f.name for f in target._meta.concrete_fields if f.is_relation and f.name != rel.field.name and not f.null

@@ -23,6 +23,8 @@ from tasks_app.families.return_lookup import ReturnLookupFamily
 from tasks_app.families.returns import ReturnRequestFamily
 from tasks_app.families.shipping import ShipmentStatusFamily
 from tasks_app.families.warranty import WarrantyClaimFamily
+from world_app.episodes import episode_close, episode_create, episode_world
+from world_app.snapshots import snapshot_latest
 
 FAMILIES: dict[str, Family] = {
     f.name: f
@@ -53,9 +55,6 @@ def family_instantiate(family: Family | str, *, snapshot=None, limit: int | None
 
     Reads the snapshot's world in a scratch episode (closed afterwards; nothing is written to it).
     """
-    from world_app.episodes import episode_close, episode_create, episode_world
-    from world_app.snapshots import snapshot_latest
-
     family = family_get(family) if isinstance(family, str) else family
     snapshot = snapshot or snapshot_latest()
     episode = episode_create(snapshot=snapshot, label=f"family {family.name}: instantiate")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from world_app.models import Build, Product
 from world_app.policies import BUILD_EDITABLE_STATUSES
+from world_app.tools.registry import invoke_tool
 
 from .base import (
     Family,
@@ -55,8 +56,6 @@ class BuildPartSwapFamily(Family):
     task_type = "reasoning"
 
     def candidates(self):
-        from world_app.tools.registry import invoke_tool
-
         by_category: dict[str, list[Product]] = {}
         for product in Product.objects.filter(lifecycle="active", category__in=SWAP_CATEGORIES).order_by("id"):
             by_category.setdefault(product.category, []).append(product)

@@ -19,7 +19,7 @@ from world_app import clock
 from world_app.models import Order
 from world_app.policies import COUPONS
 from world_app.tools.params import MAX_LIMIT
-from world_app.tools.results import local_date
+from world_app.tools.results import local_date, world_today
 
 from .base import (
     MONTHS,
@@ -110,8 +110,6 @@ class PeriodOrderAuditFamily(Family):
     task_type = "information_retrieval"
 
     def candidates(self):
-        from world_app.tools.results import world_today
-
         rows = list(Order.objects.values_list("id", "created_at"))
         if not rows:
             return

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from datetime import timedelta
 
-from world_app.models import Order
+from world_app.models import Customer, Order
 from world_app.tools.results import local_date
 
 from .base import (
@@ -55,8 +55,6 @@ class ShipmentStatusFamily(Family):
     task_type = "information_retrieval"
 
     def candidates(self):
-        from world_app.models import Customer
-
         emails = Counter(e.casefold() for e in Customer.objects.values_list("email", flat=True))
         orders = (
             Order.objects.select_related("customer").prefetch_related("shipments", "line_items__product").order_by("id")

@@ -23,8 +23,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from corecraft_site.llm import ChatClient, EndpointError
-from corecraft_site.llm.sampling import sampling_kwargs
 from world_app import contract
+from world_app.tools.registry import all_tools, get_tool, validation_error_result
+from world_app.tools.results import ErrorCode, error_result
 
 # The prompt, tools and limits are the agent contract (world_app.contract), the same for every consumer.
 SYSTEM_PROMPT_TEMPLATE = contract.SYSTEM_PROMPT_TEMPLATE
@@ -57,12 +58,6 @@ class AgentLimits:
     @classmethod
     def from_sampling(cls, sampling: Mapping[str, Any]) -> AgentLimits:
         return cls(**{key: sampling[key] for key in cls.KEYS if sampling.get(key) is not None})
-
-
-def request_sampling(sampling: Mapping[str, Any]) -> dict[str, Any]:
-    """An endpoint's ``sampling`` as ChatClient keyword arguments (limits and the tool rendering removed, extras in
-    ``extra_body``)."""
-    return sampling_kwargs(sampling, drop=(*AgentLimits.KEYS, contract.TOOL_FORMAT_KEY))
 
 
 def endpoint_tools(sampling: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -111,17 +106,12 @@ ToolRunner = Callable[[str, dict[str, Any]], tuple[dict[str, Any], int | None]]
 
 
 def _malformed(code: str, message: str, *, field: str | None = None, details: list | None = None) -> dict[str, Any]:
-    from world_app.tools.results import error_result
-
     return error_result(code, message, field=field, details=details)
 
 
 def tool_call_check(name: str, arguments_raw: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None, str]:
     """Parse and validate a tool call: (arguments, None, "") when it can run, else (arguments or None, error
     result for the model, malformed kind: ``unknown_tool`` | ``invalid_json`` | ``invalid_arguments``)."""
-    from world_app.tools.registry import all_tools, get_tool, validation_error_result
-    from world_app.tools.results import ErrorCode
-
     found = get_tool(name)
     if found is None:
         names = ", ".join(t.name for t in all_tools())

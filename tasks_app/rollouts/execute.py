@@ -8,19 +8,22 @@ from typing import Any
 from django.db import connection, transaction
 from django.utils import timezone
 
+from rubrics_app.endpoints import endpoint_client, request_sampling
 from rubrics_app.judgement import Judgement, Trajectory, rubric_of_version, trajectory_judge
-from tasks_app.models import ModelEndpoint, Rollout, RolloutPolicy, RolloutStatus, TaskVersion
+from rubrics_app.models import ModelEndpoint
+from tasks_app.models import Rollout, RolloutPolicy, RolloutStatus, TaskVersion
 from tasks_app.rollouts.agent import (
     STOP_ENDPOINT_ERROR,
     AgentLimits,
     AgentRun,
     agent_loop,
     endpoint_tools,
-    request_sampling,
 )
 from tasks_app.rollouts.policies import perturbation_for, red_team_policy_for, replay_solution
 from world_app.contract import agent_contract
+from world_app.episodes import episode_close, episode_create
 from world_app.models import WorldSnapshot
+from world_app.tools.registry import call_tool_step, storable
 
 logger = logging.getLogger(__name__)
 
@@ -93,8 +96,6 @@ def rollout_trajectory(rollout: Rollout) -> Trajectory:
 
 
 def _storable(value: Any) -> Any:
-    from world_app.tools.registry import storable
-
     return storable(value)
 
 
@@ -109,9 +110,6 @@ def rollout_execute(*, rollout: Rollout, judge: bool = True, judge_config=None, 
     client's retries) and unexpected errors fail the rollout with their reason; nothing raises for them.
     ``judge=False`` stores the programmatic verdicts only (llm ones pending) and leaves the judge to the caller.
     """
-    from world_app.episodes import episode_close
-    from world_app.tools.registry import call_tool_step
-
     rollout = (
         Rollout.objects.select_related("version__snapshot", "endpoint", "run__judge_config")
         .defer("version__snapshot__image")  # the snapshot's image (megabytes) is loaded by its cache, by id
@@ -159,8 +157,6 @@ def rollout_execute(*, rollout: Rollout, judge: bool = True, judge_config=None, 
 
 def _rollout_begin(rollout: Rollout):
     """Mark the rollout running in a new episode (a leftover one from a dead attempt is closed first)."""
-    from world_app.episodes import episode_close, episode_create
-
     if rollout.episode_id is not None:
         try:
             episode_close(rollout.episode_id)
@@ -192,8 +188,6 @@ def _policy_run(rollout: Rollout, *, run_tool, client) -> AgentRun:
         rollout.perturbation = {"key": policy.key, "description": policy.description, "expect": policy.expect}
         return replay_solution(solution=policy.solution, instruction=version.instruction, run_tool=run_tool)
     if rollout.policy == RolloutPolicy.MODEL:
-        from tasks_app.rollouts.endpoints import endpoint_client
-
         endpoint = rollout.endpoint
         if endpoint is None:
             raise ValueError("a model rollout needs an endpoint")

@@ -5,55 +5,38 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.apps import apps
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
 from django.contrib.contenttypes.models import ContentType
 from django.db import transaction
 from django.db.models import Model
 
-from tasks_app.roles import ADMIN, AUTHOR, REVIEWER, ROLES
+from corecraft_site.roles import ADMIN, AUTHOR, REVIEWER, ROLES
+from world_app.models import WORLD_MODELS, Episode, WorldSnapshot
 
-# What each role may do: (models, Django permission actions). Models are "world:live" (every table of the
-# live world), "app_label.ModelName" or "app_label.*" (every model of an app).
+# What each role may do: (models, Django permission actions).
 # Django permissions open the admin pages, and in the admin they are for the live world only: tasks, rubrics,
 # judge configurations, endpoints, tokens and episodes are read and changed through the pages, whose checks
 # (``tasks_app.permissions``) and services decide who may do what; the admin role holds every permission.
-ROLE_GRANTS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
+ROLE_GRANTS: dict[str, tuple[tuple[tuple[type[Model], ...], tuple[str, ...]], ...]] = {
     # Experts edit the live world; deleting world rows stays with admins.
     AUTHOR: (
-        ("world:live", ("view", "add", "change")),
-        ("world_app.WorldSnapshot", ("view",)),
-        ("world_app.Episode", ("open",)),  # their own episodes through the world API and MCP
+        (WORLD_MODELS, ("view", "add", "change")),
+        ((WorldSnapshot,), ("view",)),
+        ((Episode,), ("open",)),  # their own episodes through the world API and MCP
     ),
     REVIEWER: (
-        ("world:live", ("view",)),
-        ("world_app.WorldSnapshot", ("view",)),
-        ("world_app.Episode", ("open",)),
+        (WORLD_MODELS, ("view",)),
+        ((WorldSnapshot,), ("view",)),
+        ((Episode,), ("open",)),
     ),
 }
-
-
-def _models_for(entry: str) -> list[type[Model]]:
-    if entry == "world:live":
-        from world_app.models import WORLD_MODELS
-
-        return list(WORLD_MODELS)
-    app_label, _, model_name = entry.partition(".")
-    try:
-        if model_name == "*":
-            return list(apps.get_app_config(app_label).get_models())
-        return [apps.get_model(app_label, model_name)]
-    except LookupError:
-        # A model another app has not shipped yet: nothing to grant.
-        return []
 
 
 def role_permission_codes(role: str) -> set[tuple[int, str]]:
     """(content type id, codename) of every permission the role is granted."""
     codes: set[tuple[int, str]] = set()
-    for entry, actions in ROLE_GRANTS.get(role, ()):
-        models = _models_for(entry)
+    for models, actions in ROLE_GRANTS.get(role, ()):
         content_types = ContentType.objects.get_for_models(*models, for_concrete_models=False) if models else {}
         for model, content_type in content_types.items():
             codes.update((content_type.pk, f"{action}_{model._meta.model_name}") for action in actions)

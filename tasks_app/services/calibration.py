@@ -35,12 +35,12 @@ from django.db.models import Count, F, Max, Q
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerUnavailable
 
+from rubrics_app.models import ModelEndpoint
 from tasks_app.models import (
     CalibrationItem,
     CalibrationItemStatus,
     CalibrationRun,
     CalibrationRunStatus,
-    ModelEndpoint,
     Rollout,
     RolloutPolicy,
     RolloutStatus,

@@ -28,6 +28,7 @@ from typing import Any
 
 from django.db import transaction
 
+from corecraft_site.code_version import code_version
 from tasks_app.models import RubricGate, TaskVersion
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -53,8 +54,6 @@ LIBRARY_GATES_FORMAT = 1
 
 def gate_code_version() -> str:
     """sha256 over the gate's code (``GATE_CODE_PATHS``: each file's path and bytes, in path order)."""
-    from corecraft_site.code_version import code_version
-
     return code_version(GATE_CODE_PATHS)
 
 

@@ -53,6 +53,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rubrics_app.judgement import rubric_of
+from world_app.policies import RULES
+from world_app.tools.registry import get_tool
+
 BRANCH_SHARE_MAX = 0.6
 MANY_CALLS = 8
 JOIN_TYPES = 3
@@ -114,8 +118,6 @@ _OUTCOME_OPS = frozenset({"affirms", "not_affirms", "amount", "date", "id_set", 
 
 def judgements() -> dict[str, str]:
     """Every judgement key a task may declare (``judgement:<key>``), with what the agent decides."""
-    from world_app.policies import RULES
-
     agent_rules = {rule.id: rule.statement for rule in RULES if rule.holder == "agent"}
     return {**agent_rules, **TASK_JUDGEMENTS}
 
@@ -187,15 +189,11 @@ def _call_types(call: dict) -> set[str]:
 
 
 def _tool_group(name: str) -> str:
-    from world_app.tools.registry import get_tool
-
     found = get_tool(name)
     return found.group if found is not None else ""
 
 
 def _max_limit(name: str) -> int | None:
-    from world_app.tools.registry import get_tool
-
     found = get_tool(name)
     if found is None:
         return None
@@ -268,7 +266,6 @@ def _task_shape(
     branch: str = "",
 ) -> TaskShape:
     """Measure one task on ``replay``'s snapshot (a ``tasks_app.perturbations.SnapshotReplay``)."""
-    from rubrics_app.judgement import rubric_of
     from tasks_app.services.task_library import entity_ids_named
 
     criteria = [dict(c) for c in criteria]

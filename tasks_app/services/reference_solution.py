@@ -12,6 +12,8 @@ from pydantic import ValidationError as PydanticValidationError
 from rubrics_app.judgement import Judgement, Trajectory, rubric_of_version, trajectory_judge
 from tasks_app.models import ReferenceRun, TaskVersion
 from tasks_app.permissions import task_discuss_check
+from world_app.episodes import episode_close, episode_create
+from world_app.tools.registry import all_tools, call_tool, get_tool
 
 
 class ReferenceCall(BaseModel):
@@ -34,8 +36,6 @@ def _loc(loc: tuple) -> str:
 
 def reference_solution_validate(data: Any) -> dict:
     """The solution as stored; each problem reads ``reference_solution.calls[i].arguments.x: why``."""
-    from world_app.tools.registry import all_tools, get_tool
-
     try:
         solution = ReferenceSolution.model_validate(data)
     except PydanticValidationError as exc:
@@ -68,9 +68,6 @@ def reference_solution_run(*, version: TaskVersion, user) -> ReferenceRun:
 
     Not one transaction: the episode logs each call as it runs (its own transactions), as any rollout does.
     """
-    from world_app.episodes import episode_close, episode_create
-    from world_app.tools.registry import call_tool
-
     task_discuss_check(user, version.task)
     solution = ReferenceSolution.model_validate(version.reference_solution or {})
     if not solution.calls and not solution.final_answer:

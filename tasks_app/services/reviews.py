@@ -15,9 +15,9 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from rubrics_app.models import Criterion
-from tasks_app.models import Comment, Review, ReviewDecision, Task, TaskStatus, TaskVersion
-from tasks_app.permissions import is_admin, review_check, task_discuss_check
+from corecraft_site.roles import is_admin
+from tasks_app.models import Comment, Criterion, Review, ReviewDecision, Task, TaskStatus, TaskVersion
+from tasks_app.permissions import review_check, task_discuss_check
 
 REVIEW_LEASE = timedelta(minutes=30)
 

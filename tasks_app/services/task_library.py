@@ -42,9 +42,9 @@ from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from corecraft_site.roles import AUTHOR, REVIEWER
 from rubrics_app.criteria import criteria_validate, criterion_content_hash
 from tasks_app.models import Difficulty, Task, TaskStatus, TaskType, TaskVersion
-from tasks_app.roles import AUTHOR, REVIEWER
 from tasks_app.services.gates import (
     gate_problems,
     gate_replay,
@@ -55,7 +55,12 @@ from tasks_app.services.gates import (
 from tasks_app.services.reference_solution import reference_solution_validate
 from tasks_app.services.reviews import GateRefused, comment_add, review_approve, review_claim, review_release
 from tasks_app.services.tasks import task_create, task_submit_for_review, task_update
-from world_app.conversation import simulated_user_validate
+from world_app.contract import CONVERSATION_TOOLS
+from world_app.conversation import facts_disclosed, simulated_user_validate
+from world_app.episodes import episode_close, episode_create, episode_world
+from world_app.episodes.errors import SnapshotNotPublished
+from world_app.models import WORLD_MODELS
+from world_app.snapshots import snapshot_latest
 
 STARTER_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "starter_tasks"
 LIBRARY_AUTHOR = "corecraft-library"
@@ -234,9 +239,6 @@ def library_task_validate(data: Any, *, source_key: str | None = None, where: st
 def _conversation_problems(user: dict, criteria: list[dict], solution: dict) -> list[str]:
     """A scripted user's facts against the criteria that name them and the reference's questions: every fact a
     criterion names is the user's, and every fact a criterion requires the reference actually asks for."""
-    from world_app.contract import CONVERSATION_TOOLS
-    from world_app.conversation import facts_disclosed
-
     problems = []
     asks = [c for c in solution.get("calls") or [] if c.get("tool") in CONVERSATION_TOOLS]
     if asks and not user:
@@ -301,9 +303,6 @@ def library_snapshot(snapshot=None):
     """``snapshot``, or the latest published one; TaskLibraryError (a clear message) when none is published."""
     if snapshot is not None:
         return snapshot
-    from world_app.episodes.errors import SnapshotNotPublished
-    from world_app.snapshots import snapshot_latest
-
     try:
         return snapshot_latest()
     except SnapshotNotPublished:
@@ -594,8 +593,6 @@ def task_library_stats() -> dict:
 
 
 def _models_by_prefix() -> dict[str, type]:
-    from world_app.models import WORLD_MODELS
-
     return {m.ID_PREFIX: m for m in WORLD_MODELS if getattr(m, "ID_PREFIX", "ent") != "ent"}
 
 
@@ -644,8 +641,6 @@ def entities_missing(ids: Iterable[str], *, snapshot=None) -> list[str]:
 
     if snapshot is None:
         return missing()
-    from world_app.episodes import episode_close, episode_create, episode_world
-
     episode = episode_create(snapshot=snapshot, label="task library: entity check")
     try:
         with episode_world(episode):

@@ -12,12 +12,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from rubrics_app.criteria import CriterionInput, criteria_validate, criterion_content_hash
-from rubrics_app.models import Criterion
-from tasks_app.models import Difficulty, Task, TaskStatus, TaskType, TaskVersion
+from tasks_app.models import Criterion, Difficulty, Task, TaskStatus, TaskType, TaskVersion
 from tasks_app.permissions import task_create_check, task_edit_check, task_retire_check
 from tasks_app.services.reference_solution import reference_solution_validate
 from world_app.contract import CONVERSATION_TOOLS
 from world_app.conversation import simulated_user_validate
+from world_app.models import WorldSnapshot
 
 # The authored fields a version holds, besides its criteria.
 VERSION_FIELDS = (
@@ -167,8 +167,6 @@ def task_create(
     """A new draft task and its version 1. ``snapshot`` defaults to the latest published world snapshot."""
     task_create_check(user)
     if snapshot is None:
-        from world_app.models import WorldSnapshot
-
         snapshot = WorldSnapshot.objects.defer("image").order_by("-version").first()
     fields = _clean_fields(
         {

@@ -21,6 +21,7 @@ from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from corecraft_site.refusals import forbidden_as_page as refusal_page
+from corecraft_site.roles import ADMIN, AUTHOR, user_roles
 from rubrics_app.models import CriterionCategory, CriterionKind
 from tasks_app.forms import (
     ARG_OPS,
@@ -50,7 +51,6 @@ from tasks_app.permissions import (
     task_view_check,
     task_visible_q,
 )
-from tasks_app.roles import ADMIN, AUTHOR, user_roles
 from tasks_app.selectors import reference_run_latest, task_history, task_version_diff
 from tasks_app.selectors_authoring import (
     snapshots_for_choice,

@@ -25,16 +25,18 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from corecraft_site.refusals import forbidden_as_page as refusal_page
-from rubrics_app.agreement import judge_agreement_report, verdict_label_set, verdicts_to_label
-from rubrics_app.judge import JUDGE_PROMPTS, base_url_check, judge_config_save, model_endpoint_save
-from rubrics_app.models import Criterion, JudgeConfig, Verdict
+from corecraft_site.roles import ADMIN, REVIEWER, is_admin, user_roles
+from rubrics_app.agreement import judge_agreement_report, thresholds, verdict_label_set, verdicts_to_label
+from rubrics_app.endpoints import base_url_check, model_endpoint_save, model_endpoint_test
+from rubrics_app.judge import JUDGE_PROMPTS, judge_config_save
+from rubrics_app.models import JudgeConfig, ModelEndpoint, Verdict
 from tasks_app.calibration_metrics import DIFFICULTIES, EASY_MIN_PASS_RATE, MEDIUM_MIN_PASS_RATE, perturbed_unnoticed
 from tasks_app.models import (
     CalibrationFlag,
     CalibrationRun,
     CalibrationRunStatus,
+    Criterion,
     Difficulty,
-    ModelEndpoint,
     Rollout,
     RolloutPolicy,
     Task,
@@ -43,9 +45,10 @@ from tasks_app.models import (
     TaskType,
     TaskVersion,
 )
-from tasks_app.permissions import is_admin, task_view_check
-from tasks_app.roles import ADMIN, REVIEWER, user_roles
+from tasks_app.permissions import task_view_check
+from tasks_app.selectors_calibration import criterion_texts
 from tasks_app.services.calibration import calibration_runs_item_counts
+from world_app.episodes import EpisodeError, episode_diff
 
 PAGE_SIZE = 25
 LABEL_BATCH = 10
@@ -355,8 +358,6 @@ def endpoint_edit(request: HttpRequest, endpoint_id: int | None = None) -> HttpR
 @forbidden_as_page
 def endpoint_test(request: HttpRequest, endpoint_id: int) -> HttpResponse:
     """Send a tiny chat completion through the endpoint and store the outcome; htmx swaps the row's status cell."""
-    from tasks_app.rollouts.endpoints import model_endpoint_test
-
     _admin_check(request.user)
     endpoint = get_object_or_404(ModelEndpoint, pk=endpoint_id)
     outcome = model_endpoint_test(endpoint=endpoint)
@@ -811,8 +812,6 @@ def task_page(request: HttpRequest, task_id: int) -> HttpResponse:
 @forbidden_as_page
 def rollout_page(request: HttpRequest, rollout_id: int) -> HttpResponse:
     """One trajectory: who made it, the conversation, each tool call and result, the state diff, the verdicts."""
-    from world_app.episodes import EpisodeError, episode_diff
-
     _member_check(request.user)
     rollout = get_object_or_404(
         Rollout.objects.select_related("version__task", "endpoint", "run__judge_config", "episode"), pk=rollout_id
@@ -999,10 +998,8 @@ def label_verdict(request: HttpRequest, verdict_id: int) -> HttpResponse:
 @forbidden_as_page
 def agreement(request: HttpRequest) -> HttpResponse:
     """Judge against humans: agreement and Cohen's kappa per judge configuration and per criterion, flags."""
-    from rubrics_app.agreement import thresholds
-
     _member_check(request.user)
-    report = judge_agreement_report()
+    report = judge_agreement_report(criterion_texts=criterion_texts)
     judges = {j.pk: j for j in JudgeConfig.objects.all()}
     for row in [*report["criteria"], *report["configs"]]:
         row.judge = judges.get(row.judge_config_id)

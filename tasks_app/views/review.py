@@ -22,11 +22,10 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from corecraft_site.refusals import forbidden_as_page as refusal_page
-from rubrics_app.models import Criterion
+from corecraft_site.roles import ADMIN, REVIEWER, user_roles
 from tasks_app.criterion_words import criterion_spec_summary
-from tasks_app.models import Comment, ReviewDecision, Task, TaskStatus, TaskType, TaskVersion
+from tasks_app.models import Comment, Criterion, ReviewDecision, Task, TaskStatus, TaskType, TaskVersion
 from tasks_app.permissions import review_check, task_discuss_check
-from tasks_app.roles import ADMIN, REVIEWER, user_roles
 from tasks_app.selectors import (
     author_queue,
     reference_run_latest,

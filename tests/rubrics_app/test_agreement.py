@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from rubrics_app.agreement import agreement_row, cohen_kappa, judge_agreement_report, percent_agreement
-from rubrics_app.models import JudgeConfig, Verdict, VerdictLabel
-from tasks_app.models import ModelEndpoint
+from rubrics_app.models import JudgeConfig, ModelEndpoint, Verdict, VerdictLabel
+from tasks_app.selectors_calibration import criterion_texts
 from tests.tasks_app.factories import reviewer, task_make
 
 
@@ -72,7 +72,7 @@ def test_report_per_criterion_and_config_from_labels():
     )
     VerdictLabel.objects.create(verdict=error, labeller=human, agrees=False)
 
-    report = judge_agreement_report()
+    report = judge_agreement_report(criterion_texts=criterion_texts)
     [row] = report["criteria"]
     assert row.labels == 6 and row.criterion_key == str(llm.key) and row.criterion_text == llm.text
     # judge (T,T,T,T,T,F) vs human (T,T,T,F,F,F): p_o = 4/6; p_e = 5/6*3/6 + 1/6*3/6 = 0.5; kappa = 1/3.

@@ -14,8 +14,8 @@ from rubrics_app.judge import (
     majority,
     trajectory_render,
 )
-from rubrics_app.models import JudgeConfig, Verdict
-from tasks_app.models import ModelEndpoint, Rollout
+from rubrics_app.models import JudgeConfig, ModelEndpoint, Verdict
+from tasks_app.models import Rollout
 from tasks_app.rollouts.execute import rollout_judge as rollout_judgement
 from tests.factories import small_world
 from tests.tasks_app.factories import LLM_CRITERION, RESPONSE_CRITERION, task_make
@@ -257,9 +257,13 @@ def test_without_an_episode_or_verdicts_programmatic_criteria_are_errors(rollout
 
 
 def test_the_judge_and_the_rollouts_share_one_client_per_endpoint(monkeypatch):
-    from rubrics_app.judge import endpoint_client as judge_client
-    from tasks_app.models import ModelEndpoint
-    from tasks_app.rollouts.endpoints import endpoint_client as rollout_client
+    # One registry of endpoints (rubrics_app.endpoints): the judgement and the rollouts both call it.
+    from rubrics_app import judgement
+    from rubrics_app.endpoints import endpoint_client as judge_client
+    from rubrics_app.endpoints import endpoint_client as rollout_client
+    from tasks_app.rollouts import execute
+
+    assert judgement.endpoint_client is judge_client and execute.endpoint_client is rollout_client
 
     endpoint = ModelEndpoint(base_url="http://127.0.0.1:9/v1", model="m", api_key_env="CORECRAFT_SHARED_KEY")
     monkeypatch.setenv("CORECRAFT_SHARED_KEY", "sk-one")

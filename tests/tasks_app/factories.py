@@ -8,7 +8,7 @@ from datetime import datetime
 import factory
 from django.contrib.auth.models import Group
 
-from tasks_app.roles import ADMIN, AUTHOR, REVIEWER
+from corecraft_site.roles import ADMIN, AUTHOR, REVIEWER
 from tests.factories import UserFactory
 from world_app.models import WorldSnapshot
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from corecraft_site.llm.scripted_server import Reply, ScriptedToolCall
-from tasks_app.models import ModelEndpoint
+from rubrics_app.models import ModelEndpoint
 from tests.factories import small_world
 from tests.tasks_app.factories import task_make
 from world_app.snapshots import snapshot_publish

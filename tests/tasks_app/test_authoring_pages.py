@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from rubrics_app.models import Criterion
-from tasks_app.models import Comment, Task, TaskStatus
+from tasks_app.models import Comment, Criterion, Task, TaskStatus
 from tasks_app.services.reviews import comment_add
 from tasks_app.services.tasks import task_submit_for_review, task_update
 from tests.tasks_app.factories import (

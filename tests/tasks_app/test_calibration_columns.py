@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from rubrics_app.models import JudgeConfig
-from tasks_app.models import ModelEndpoint, Task, TaskCalibration
+from rubrics_app.models import JudgeConfig, ModelEndpoint
+from tasks_app.models import Task, TaskCalibration
 from tasks_app.selectors_calibration import GATE_FLAGS, tasks_calibrated, with_cells
 from tests.tasks_app.factories import RESPONSE_CRITERION, WorldSnapshotFactory, admin, reviewer, task_in_review
 from trainer_bridge import splits

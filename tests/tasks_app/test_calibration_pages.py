@@ -6,9 +6,9 @@ import pytest
 from django.urls import reverse
 
 from corecraft_site.llm.scripted_server import Reply, ScriptedLLMServer
-from rubrics_app.models import JudgeConfig, Verdict, VerdictLabel
+from rubrics_app.models import JudgeConfig, ModelEndpoint, Verdict, VerdictLabel
 from tasks_app.calibration_metrics import task_calibration_update
-from tasks_app.models import CalibrationItem, CalibrationRun, ModelEndpoint, Rollout, Task, TaskStatus
+from tasks_app.models import CalibrationItem, CalibrationRun, Rollout, Task, TaskStatus
 from tasks_app.services.calibration import calibration_run_create
 from tests.factories import small_world
 from tests.tasks_app.factories import admin, author, reviewer, task_make, user_in

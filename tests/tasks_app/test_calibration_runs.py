@@ -373,11 +373,11 @@ def test_the_admin_lists_runs_rollouts_and_endpoints_and_its_actions_call_the_se
     client.force_login(user)
     run = calibration_run_create(name="admin run", versions=two_versions, policies=["reference"])
     calibration_run_execute_inline(run=run)
-    for name in ("rollout", "calibrationrun", "calibrationitem", "taskcalibration", "modelendpoint"):
+    for name in ("rollout", "calibrationrun", "calibrationitem", "taskcalibration"):
         assert client.get(reverse(f"admin:tasks_app_{name}_changelist"), {"q": "run"}).status_code == 200
     rollout = Rollout.objects.filter(run=run).first()
     assert client.get(reverse("admin:tasks_app_rollout_change", args=[rollout.pk])).status_code == 200
-    for name in ("judgeconfig", "verdict", "verdictlabel"):
+    for name in ("judgeconfig", "verdict", "verdictlabel", "modelendpoint"):
         assert client.get(reverse(f"admin:rubrics_app_{name}_changelist")).status_code == 200
 
     planned = calibration_run_create(name="admin start", versions=two_versions, policies=["reference"])
@@ -393,7 +393,7 @@ def test_the_admin_lists_runs_rollouts_and_endpoints_and_its_actions_call_the_se
     with ScriptedLLMServer([Reply(content="ready")]) as server:
         endpoint = endpoint_make(server)
         response = client.post(
-            reverse("admin:tasks_app_modelendpoint_changelist"),
+            reverse("admin:rubrics_app_modelendpoint_changelist"),
             {"action": "test_connection", "_selected_action": [endpoint.pk]},
             follow=True,
         )

@@ -9,12 +9,12 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from corecraft_site.llm.scripted_server import Reply, ScriptedLLMServer, ScriptedToolCall
+from rubrics_app.endpoints import endpoint_client
 from rubrics_app.judgement import Trajectory, rubric_of, trajectory_judge
 from tasks_app.models import RolloutPolicy, RolloutStatus
 from tasks_app.perturbations import SnapshotReplay
 from tasks_app.red_team import red_team_check
 from tasks_app.rollouts import rollout_create, rollout_execute
-from tasks_app.rollouts.endpoints import endpoint_client
 from tasks_app.services.task_library import library_task_validate
 from tests.tasks_app.factories import task_make
 from tests.tasks_app.rollout_helpers import RecordedSleep, endpoint_make, world_make

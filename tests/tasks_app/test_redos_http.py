@@ -9,9 +9,8 @@ import pytest
 from django.test import override_settings
 from django.urls import reverse
 
-from rubrics_app.models import Criterion
 from rubrics_app.patterns import PATTERN_TIMEOUT_S
-from tasks_app.models import ReferenceRun
+from tasks_app.models import Criterion, ReferenceRun
 from tests.conftest import TEST_WORLD_NOW
 from tests.tasks_app.factories import author, task_make
 from world_app.snapshots import snapshot_publish

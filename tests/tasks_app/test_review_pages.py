@@ -12,8 +12,7 @@ import pytest
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 
-from rubrics_app.models import Criterion
-from tasks_app.models import Comment, Review, Task, TaskStatus
+from tasks_app.models import Comment, Criterion, Review, Task, TaskStatus
 from tasks_app.services.reviews import comment_add, review_claim, review_request_changes
 from tasks_app.services.tasks import task_submit_for_review, task_update
 from tests.tasks_app.factories import (

@@ -12,7 +12,7 @@ from django.core.management import CommandError, call_command
 from django.core.management.sql import emit_post_migrate_signal
 from django.urls import reverse
 
-from tasks_app.roles import ADMIN, AUTHOR, REVIEWER
+from corecraft_site.roles import ADMIN, AUTHOR, REVIEWER
 from tasks_app.services import DEMO_LOGINS, demo_users_ensure, role_permissions_sync
 from tests.world_app.admin_fixtures import CPU_SPECS, form_data, small_world
 from world_app.models import WORLD_MODELS, Product

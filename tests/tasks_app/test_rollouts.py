@@ -7,10 +7,10 @@ import json
 import pytest
 
 from corecraft_site.llm.scripted_server import Fault, Reply, ScriptedLLMServer, ScriptedToolCall
+from rubrics_app.endpoints import endpoint_client, model_endpoint_test, request_sampling
 from tasks_app.models import Rollout, RolloutPolicy, RolloutStatus
 from tasks_app.rollouts import rollout_create, rollout_execute
-from tasks_app.rollouts.agent import AgentLimits, request_sampling, system_prompt
-from tasks_app.rollouts.endpoints import endpoint_client, model_endpoint_test
+from tasks_app.rollouts.agent import AgentLimits, system_prompt
 from tasks_app.rollouts.policies import perturbation_keys
 from tests.tasks_app.rollout_helpers import (
     ANSWER,

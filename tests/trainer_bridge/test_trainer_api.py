@@ -9,8 +9,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from corecraft_site.llm.scripted_server import Reply, ScriptedLLMServer
-from rubrics_app.models import JudgeConfig
-from tasks_app.models import ModelEndpoint
+from rubrics_app.models import JudgeConfig, ModelEndpoint
 from tests.trainer_bridge.trainer_fixtures import GOOD_ANSWER, body, trainer_world_make
 from trainer_bridge.models import ApiTokenUse
 from trainer_bridge.trainer_models import TrainerEpisode

@@ -87,9 +87,9 @@ def test_a_trainer_episode_answers_ask_user_from_the_frozen_row_and_pays_for_ask
 
 
 def test_mcp_task_mode_offers_the_contract_tools_and_answers_from_the_row(release_world):
-    from trainer_bridge.mcp_tasks import ReleaseRowTasks
+    from trainer_bridge.mcp.release_rows import ReleaseRowTasks
+    from trainer_bridge.mcp.server import _task_tools, tool_result
     from world_app.credentials import Credential
-    from world_app.mcp.server import _task_tools, tool_result
     from world_app.tools.registry import call_tool
 
     order, release, _secret = release_world

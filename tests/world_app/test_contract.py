@@ -10,14 +10,14 @@ import pytest
 from rest_framework.test import APIClient
 
 from corecraft_site.llm.scripted_server import Reply, ScriptedLLMServer
-from tasks_app.models import ModelEndpoint
+from rubrics_app.models import ModelEndpoint
 from tasks_app.rollouts.execute import rollout_create, rollout_execute
 from tests.tasks_app.rollout_helpers import backorder_task, world_make
 from tests.trainer_bridge.trainer_fixtures import trainer_world_make
 from trainer_bridge.exports import export_write
+from trainer_bridge.mcp.server import _mcp_tools, mcp_server_build
 from world_app import policies
 from world_app.contract import ContractLimits, agent_contract, compact_tools, contract_version, mcp_instructions
-from world_app.mcp.server import _mcp_tools, mcp_server_build
 from world_app.tools import tool_schemas
 
 pytestmark = [pytest.mark.django_db(databases=["default", "episode"]), pytest.mark.usefixtures("fresh_episode_state")]

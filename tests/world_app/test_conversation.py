@@ -88,8 +88,8 @@ def test_a_bad_spec_is_refused_with_the_field(spec, problem):
 
 def test_the_contract_offers_the_world_tools_and_the_conversation_tools_on_every_surface():
     from trainer_bridge.configs.build import VERL_TOOL_CONFIG
+    from trainer_bridge.mcp.server import _mcp_tools
     from trainer_bridge.trl_env import bundled_tool_schemas
-    from world_app.mcp.server import _mcp_tools
 
     contract = agent_contract()
     names = [schema["function"]["name"] for schema in contract.tools]
@@ -141,8 +141,8 @@ def test_mcp_serves_ask_user_in_the_episode():
     """What the MCP server's tools/call runs (``_episode_call`` is ``call_tool`` between connection clean-ups, which
     a test's transaction cannot take) and how it answers."""
     from tests.factories import small_world
+    from trainer_bridge.mcp.server import tool_result
     from world_app.episodes import episode_create
-    from world_app.mcp.server import tool_result
     from world_app.snapshots import snapshot_publish
 
     small_world()

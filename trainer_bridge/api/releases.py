@@ -30,6 +30,7 @@ from trainer_bridge.selectors import (
     release_tools_by_name,
     visible_splits,
 )
+from world_app.api.exceptions import Conflict
 from world_app.api.pagination import ApiPagination, paginated
 from world_app.api.views import ApiErrorSerializer
 
@@ -358,7 +359,5 @@ class ExportJobDownloadApi(TokenApiView):
     def get(self, request: Request, job_id: int) -> HttpResponse:
         job = _job_or_404(request, job_id)
         if not services.export_file_ready(job):
-            from world_app.api.exceptions import Conflict
-
             raise Conflict(f"The export is {job.status}; poll the job until it is done.", code="export_not_ready")
         return _file_response(request, job)

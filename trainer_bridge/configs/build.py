@@ -27,13 +27,13 @@ YAML_HEADER = (
 
 
 def tool_schemas_text() -> str:
-    from world_app.tools import tool_schemas
+    from world_app.tools import tool_schemas  # the registry imports models: only after main()'s django.setup()
 
     return json.dumps(tool_schemas("openai"), indent=2, ensure_ascii=False) + "\n"
 
 
 def verl_tool_config_text() -> str:
-    from world_app.tools import tool_schemas
+    from world_app.tools import tool_schemas  # the registry imports models: only after main()'s django.setup()
 
     tools = [
         {"class_name": VERL_TOOL_CLASS, "config": {"type": "native"}, "tool_schema": schema}

@@ -1,5 +1,7 @@
 """The Corecraft Computers world: 14 entity types (plus their line items, parts and messages)."""
 
+from django.db import models
+
 from world_app.models.catalog import (
     ArticleKind,
     Bundle,
@@ -85,6 +87,12 @@ WORLD_MODELS = (
     WarrantyClaim,
 )
 
+
+def world_models_by_name() -> dict[str, type[models.Model]]:
+    """Every world table's model by its model name ("order", "orderlineitem", "supportticket")."""
+    return {model._meta.model_name: model for model in WORLD_MODELS}
+
+
 __all__ = [
     "ENTITY_MODELS",
     "WORLD_MODELS",
@@ -135,4 +143,5 @@ __all__ = [
     "WarrantyClaimStatus",
     "WarrantyRemedy",
     "WorldSnapshot",
+    "world_models_by_name",
 ]

@@ -11,10 +11,10 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
+from rubrics_app.models import JudgeConfig, ModelEndpoint
 from tasks_app.models import (
     CalibrationRun,
     CalibrationRunStatus,
-    ModelEndpoint,
     Rollout,
     RolloutPolicy,
     Task,
@@ -126,8 +126,6 @@ class Command(BaseCommand):
     def _judge(self, name: str | None):
         if not name:
             return None
-        from rubrics_app.models import JudgeConfig
-
         judge_config = JudgeConfig.objects.filter(name=name).first()
         if judge_config is None:
             raise CommandError(f"--judge {name}: no such judge configuration")

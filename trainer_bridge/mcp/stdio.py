@@ -6,7 +6,7 @@ import uuid
 
 from mcp.server.stdio import stdio_server
 
-from world_app.mcp.server import mcp_server_build
+from trainer_bridge.mcp.server import mcp_server_build
 
 
 async def mcp_stdio_serve(*, episode_id: uuid.UUID) -> None:

@@ -1,4 +1,8 @@
-"""The three roles of Corecraft Studio, as Django groups (created by a data migration)."""
+"""The three roles of Corecraft Studio, as Django groups (created by a data migration in ``tasks_app``).
+
+Plumbing every app asks (a page's navigation, the judge registry, verdict labels, task permissions), so it lives
+below the apps and knows no domain model: a role is a group name, read from the user's groups.
+"""
 
 from __future__ import annotations
 
@@ -23,3 +27,7 @@ def user_roles(user) -> set[str]:
     if user.is_superuser:
         roles.add(ADMIN)
     return roles
+
+
+def is_admin(user) -> bool:
+    return ADMIN in user_roles(user)

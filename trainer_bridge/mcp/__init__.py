@@ -1,5 +1,8 @@
 """The 23 agent tools over MCP (the official ``mcp`` SDK), one episode per connection, named explicitly.
 
+A serving surface, so it lives above what it serves: the tools and the episode engine are ``world_app``'s; the bearer
+tokens, the release rows of task mode and their judgement are this app's (``trainer_bridge``).
+
 Naming the episode (docs/adr/0002-mcp-episodes.md):
 
 - Streamable HTTP is served STATELESS: the SDK keeps no session in memory. Every MCP message names its
@@ -13,7 +16,7 @@ Naming the episode (docs/adr/0002-mcp-episodes.md):
 
 Task mode (``tasks``): ``POST /mcp/episodes`` with ``{"release", "row_id"}`` opens the episode for a task, which then
 serves its instruction (prompt and resource) and a ``finish`` tool returning the judgement; the provider of tasks
-lives above this app (``settings.MCP_TASK_PROVIDER``, ``trainer_bridge.mcp_tasks``).
+is ``trainer_bridge.mcp.release_rows`` (named by ``settings.MCP_TASK_PROVIDER``).
 
 ``server`` builds the SDK ``Server`` (tool list and calls), ``http`` the ASGI app, ``stdio`` the stdio loop.
 """

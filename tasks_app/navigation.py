@@ -1,9 +1,16 @@
-"""The main navigation: each section appears once its URL exists, with a badge of the user's waiting work."""
+"""The main navigation (a context processor): the sections a user's roles see, with a badge of their waiting work.
+
+It lives in ``tasks_app`` because the badges count tasks; sections of other apps are named by URL only.
+"""
 
 from __future__ import annotations
 
 from django.http import HttpRequest
 from django.urls import NoReverseMatch, reverse
+from django.utils.functional import SimpleLazyObject
+
+from corecraft_site.roles import user_roles
+from tasks_app.selectors import work_counts
 
 # (label, URL name, work_counts key for a badge or None, roles that see it or None for everyone). A section
 # whose URL is not installed is left out rather than breaking every page.
@@ -26,9 +33,6 @@ def navigation(request: HttpRequest) -> dict:
         return {"nav": []}
 
     def sections() -> list[dict]:
-        from tasks_app.roles import user_roles
-        from tasks_app.selectors import work_counts
-
         roles = user_roles(user)
         counts = work_counts(user=user)
         counts["my_work"] = counts.get("changes_requested", 0) + counts.get("drafts", 0)
@@ -50,7 +54,5 @@ def navigation(request: HttpRequest) -> dict:
         if matching:
             max(matching, key=lambda item: len(item["url"]))["active"] = True
         return found
-
-    from django.utils.functional import SimpleLazyObject
 
     return {"nav": SimpleLazyObject(sections)}

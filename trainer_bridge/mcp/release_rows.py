@@ -1,4 +1,4 @@
-"""MCP task mode for release rows: the provider ``world_app.mcp.tasks`` asks for (``settings.MCP_TASK_PROVIDER``).
+"""MCP task mode for release rows: the provider ``trainer_bridge.mcp.tasks`` asks for (``settings.MCP_TASK_PROVIDER``).
 
 An MCP episode opened for a frozen release row IS a trainer episode: opened, driven and judged by the trainer
 API's services (``trainer_bridge.trainer_services``), with the same scopes. A row is opened with ``episodes``
@@ -18,6 +18,7 @@ from typing import Any
 from django.core.serializers.json import DjangoJSONEncoder
 
 from trainer_bridge.api.trainer_serializers import RewardOutputSerializer
+from trainer_bridge.mcp.tasks import EpisodeTask, TaskRefused
 from trainer_bridge.models import ApiToken
 from trainer_bridge.trainer_models import TrainerEpisode, TrainerEpisodeStatus
 from trainer_bridge.trainer_services import (
@@ -34,7 +35,6 @@ from trainer_bridge.trainer_services import (
 )
 from world_app.credentials import Credential
 from world_app.episodes import EpisodeClosed, EpisodeError
-from world_app.mcp.tasks import EpisodeTask, TaskRefused
 
 ROW_NOT_FOUND = "no such row in a frozen release for this token"
 

@@ -1,7 +1,7 @@
 """MCP task mode: an episode opened for a task serves its instruction, and a ``finish`` tool returns the judgement.
 
-The world app knows nothing of releases, tokens' splits or rubrics (they live above it: ``trainer_bridge``
-implements the provider). It defines what the MCP server needs of one:
+The server needs a provider of tasks; ``release_rows.ReleaseRowTasks`` is the one for frozen release rows. This
+module defines what the server asks of one:
 
 - ``open``: a new episode for a task named by the client's ``spec`` (``{"release", "row_id"}``), checked against the
   credential's scopes; raises ``TaskRefused`` (with the HTTP status to answer) otherwise;

@@ -9,10 +9,10 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 from django.utils.module_loading import import_string
 
-from world_app.mcp.episodes import SnapshotVersionUnknown, mcp_episode_create, mcp_episode_status
-from world_app.mcp.http import LOOPBACK_HOSTS, McpSite, mcp_http_app
-from world_app.mcp.stdio import mcp_stdio_serve
-from world_app.mcp.tasks import mcp_task_provider_load
+from trainer_bridge.mcp.episodes import SnapshotVersionUnknown, mcp_episode_create, mcp_episode_status
+from trainer_bridge.mcp.http import LOOPBACK_HOSTS, McpSite, mcp_http_app
+from trainer_bridge.mcp.stdio import mcp_stdio_serve
+from trainer_bridge.mcp.tasks import mcp_task_provider_load
 from world_app.models import Episode, WorldSnapshot
 from world_app.snapshots import SnapshotNotPublished
 

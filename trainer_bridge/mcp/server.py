@@ -5,7 +5,7 @@ Django's sync thread, never on the event loop. Its result comes back as JSON tex
 ``structuredContent``; a result holding ``"error"`` is ``isError``. A closed episode answers with an error
 result saying so; an unknown episode is a JSON-RPC error (the HTTP layer answers before that).
 
-Task mode (``world_app.mcp.tasks``): an episode opened for a task also serves the prompt ``task``, two resources
+Task mode (``trainer_bridge.mcp.tasks``): an episode opened for a task also serves the prompt ``task``, two resources
 (the instruction, the task as JSON) and the ``finish`` tool, whose result is the judgement the provider returns.
 """
 
@@ -26,10 +26,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
-from world_app.contract import agent_contract, mcp_instructions
-from world_app.credentials import Credential
-from world_app.episodes import EpisodeClosed, EpisodeNotFound
-from world_app.mcp.tasks import (
+from trainer_bridge.mcp.tasks import (
     FINISH_TOOL,
     FINISH_TOOL_NAME,
     TASK_PROMPT_NAME,
@@ -38,6 +35,9 @@ from world_app.mcp.tasks import (
     TaskRefused,
     mcp_tool_from_openai,
 )
+from world_app.contract import agent_contract, mcp_instructions
+from world_app.credentials import Credential
+from world_app.episodes import EpisodeClosed, EpisodeNotFound
 from world_app.tools import all_tools, call_tool
 from world_app.tools.results import ErrorCode, error_result
 
@@ -151,7 +151,7 @@ def mcp_server_build(
 
     With ``episode_id`` (stdio) every call goes to that episode; without it (HTTP) each request names its
     episode through the HTTP layer (``EPISODE_STATE_KEY`` in the request state). With ``tasks`` an episode
-    opened for a task (``world_app.mcp.tasks``) also serves its prompt, its resources and the ``finish`` tool,
+    opened for a task (``trainer_bridge.mcp.tasks``) also serves its prompt, its resources and the ``finish`` tool,
     for the request's credential (HTTP: ``CREDENTIAL_STATE_KEY`` in the request state; stdio: ``credential``).
     """
 

@@ -1,7 +1,7 @@
 """The streamable-HTTP ASGI app: episode creation, and the MCP endpoint of each episode.
 
 - ``POST /mcp/episodes`` (JSON ``{"snapshot_version"?, "label"?}``) -> 201 ``{"episode_id", "mcp_url",
-  "snapshot_version"}``; ``mcp_url`` is ``/mcp/episodes/<uuid>/mcp``. Task mode (``world_app.mcp.tasks``):
+  "snapshot_version"}``; ``mcp_url`` is ``/mcp/episodes/<uuid>/mcp``. Task mode (``trainer_bridge.mcp.tasks``):
   ``{"release": "<slug>", "row_id": <id>}`` opens the episode for a frozen release row, scoped like the trainer
   API, and the answer carries ``task`` (instruction, prompt, resources, the finish tool).
 - ``/mcp/episodes/<uuid>/mcp`` (and ``/mcp/episodes/<uuid>``): the MCP endpoint of that episode. The form
@@ -43,14 +43,14 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from world_app.credentials import EPISODES_SCOPE, Credential
-from world_app.mcp.episodes import (
+from trainer_bridge.mcp.episodes import (
     SnapshotVersionUnknown,
     mcp_episode_create,
     mcp_episode_reachable,
 )
-from world_app.mcp.server import CREDENTIAL_STATE_KEY, EPISODE_STATE_KEY, mcp_server_build
-from world_app.mcp.tasks import McpTaskProvider, TaskRefused
+from trainer_bridge.mcp.server import CREDENTIAL_STATE_KEY, EPISODE_STATE_KEY, mcp_server_build
+from trainer_bridge.mcp.tasks import McpTaskProvider, TaskRefused
+from world_app.credentials import EPISODES_SCOPE, Credential
 from world_app.snapshots import SnapshotNotPublished
 
 EPISODE_HEADER = "x-corecraft-episode"
