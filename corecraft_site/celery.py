@@ -1,4 +1,4 @@
-"""The Celery app. Postgres rows are the truth; Celery only moves work (see ARCHITECTURE)."""
+"""The Celery app. Postgres rows are the truth; Celery only moves work (ARCHITECTURE.md, "Background work")."""
 
 import os
 

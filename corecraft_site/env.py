@@ -32,19 +32,29 @@ def env_bool(name: str, default: bool) -> bool:
     raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean (use 1/0, true/false, yes/no, on/off)")
 
 
-def env_int(name: str, default: int, *, minimum: int | None = None, maximum: int | None = None) -> int:
+def _env_number(name: str, default, parse, what: str, minimum, maximum):
     raw = os.environ.get(name)
     if raw is None:
         return default
     try:
-        value = int(raw.strip())
+        value = parse(raw.strip())
     except ValueError:
-        raise ImproperlyConfigured(f"{name}={raw!r} is not an integer") from None
+        raise ImproperlyConfigured(f"{name}={raw!r} is not {what}") from None
+    if value != value:  # NaN
+        raise ImproperlyConfigured(f"{name}={raw!r} is not {what}")
     if minimum is not None and value < minimum:
         raise ImproperlyConfigured(f"{name}={value} is below the minimum {minimum}")
     if maximum is not None and value > maximum:
         raise ImproperlyConfigured(f"{name}={value} is above the maximum {maximum}")
     return value
+
+
+def env_int(name: str, default: int, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    return _env_number(name, default, int, "an integer", minimum, maximum)
+
+
+def env_float(name: str, default: float, *, minimum: float | None = None, maximum: float | None = None) -> float:
+    return _env_number(name, default, float, "a number", minimum, maximum)
 
 
 def env_list(name: str, default: list[str]) -> list[str]:

@@ -70,8 +70,8 @@ class ServiceSavedAdmin(admin.ModelAdmin):
         return False
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """Records written only by services: browsable, never added, changed or deleted here."""
+class ReadOnlyAdminMixin:
+    """Rows that are history or written only by services: browsable, never added, changed or deleted by hand."""
 
     def has_add_permission(self, request, obj=None) -> bool:
         return False
@@ -83,13 +83,11 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
-class ReadOnlyInline(admin.TabularInline):
+class ReadOnlyAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Records written only by services: browsable, never added, changed or deleted here."""
+
+
+class ReadOnlyInline(ReadOnlyAdminMixin, admin.TabularInline):
     extra = 0
     can_delete = False
     show_change_link = True
-
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False

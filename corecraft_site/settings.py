@@ -10,7 +10,7 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
-from corecraft_site.env import env_bool, env_datetime, env_int, env_list, env_str, parse_database_url
+from corecraft_site.env import env_bool, env_datetime, env_float, env_int, env_list, env_str, parse_database_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -172,6 +172,14 @@ CALIBRATION_SWEEP_INTERVAL_S = env_int("CALIBRATION_SWEEP_INTERVAL_S", 30, minim
 CALIBRATION_CLAIM_TIMEOUT_S = env_int("CALIBRATION_CLAIM_TIMEOUT_S", 120, minimum=1)
 CALIBRATION_REQUEUE_AFTER_S = env_int("CALIBRATION_REQUEUE_AFTER_S", 300, minimum=1)
 CALIBRATION_STALL_AFTER_S = env_int("CALIBRATION_STALL_AFTER_S", 300, minimum=1)
+# The queues of calibration's rollout and judging steps (tasks_app/tasks.py): one cannot starve the other.
+CALIBRATION_ROLLOUTS_QUEUE = env_str("CALIBRATION_ROLLOUTS_QUEUE", "rollouts")
+CALIBRATION_JUDGING_QUEUE = env_str("CALIBRATION_JUDGING_QUEUE", "judging")
+# A criterion's llm verdicts are flagged for rewriting with at least MIN_LABELS human labels and a kappa below
+# MAX_KAPPA or an agreement below MIN_AGREEMENT (rubrics_app/agreement.py).
+JUDGE_AGREEMENT_MIN_LABELS = env_int("JUDGE_AGREEMENT_MIN_LABELS", 5, minimum=1)
+JUDGE_AGREEMENT_MAX_KAPPA = env_float("JUDGE_AGREEMENT_MAX_KAPPA", 0.4, minimum=-1.0, maximum=1.0)
+JUDGE_AGREEMENT_MIN_AGREEMENT = env_float("JUDGE_AGREEMENT_MIN_AGREEMENT", 0.8, minimum=0.0, maximum=1.0)
 CELERY_BEAT_SCHEDULE = {
     "close-idle-episodes": {"task": "world_app.tasks.close_idle_episodes", "schedule": 600.0},
     "sweep-calibration-items": {

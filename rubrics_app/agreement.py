@@ -3,8 +3,8 @@
 A ``VerdictLabel`` says whether a reviewer agrees with one llm ``Verdict``; the human's own answer is then the
 verdict's ``met`` (agrees) or its opposite (disagrees). Kappa compares the judge's met/not-met with the humans'
 beyond what their base rates would give by chance. A criterion is flagged for rewriting once it has at least
-``FLAG_MIN_LABELS`` labels and kappa < ``FLAG_MAX_KAPPA`` or agreement < ``FLAG_MIN_AGREEMENT`` (settings
-``JUDGE_AGREEMENT_MIN_LABELS``, ``JUDGE_AGREEMENT_MAX_KAPPA``, ``JUDGE_AGREEMENT_MIN_AGREEMENT`` override them).
+``JUDGE_AGREEMENT_MIN_LABELS`` labels and kappa < ``JUDGE_AGREEMENT_MAX_KAPPA`` or agreement <
+``JUDGE_AGREEMENT_MIN_AGREEMENT`` (settings; 5, 0.4 and 0.8 unless the environment says otherwise).
 """
 
 from __future__ import annotations
@@ -20,17 +20,13 @@ from django.db import transaction
 from corecraft_site.roles import ADMIN, REVIEWER, user_roles
 from rubrics_app.models import Verdict, VerdictLabel, VerdictStatus
 
-FLAG_MIN_LABELS = 5
-FLAG_MAX_KAPPA = 0.4
-FLAG_MIN_AGREEMENT = 0.8
-
 
 def thresholds() -> tuple[int, float, float]:
     """(min labels, kappa below which, agreement below which) a criterion is flagged."""
     return (
-        int(getattr(settings, "JUDGE_AGREEMENT_MIN_LABELS", FLAG_MIN_LABELS)),
-        float(getattr(settings, "JUDGE_AGREEMENT_MAX_KAPPA", FLAG_MAX_KAPPA)),
-        float(getattr(settings, "JUDGE_AGREEMENT_MIN_AGREEMENT", FLAG_MIN_AGREEMENT)),
+        settings.JUDGE_AGREEMENT_MIN_LABELS,
+        settings.JUDGE_AGREEMENT_MAX_KAPPA,
+        settings.JUDGE_AGREEMENT_MIN_AGREEMENT,
     )
 
 
@@ -130,15 +126,16 @@ def judge_agreement_report(
     return {"criteria": criteria, "configs": configs, "flagged": [row for row in criteria if row.flagged]}
 
 
-def _labeller_check(user) -> None:
+def verdict_labeller_check(user) -> None:
+    """Labelling the judge's verdicts: reviewers and admins."""
     if not {REVIEWER, ADMIN} & user_roles(user):
-        raise PermissionDenied("only reviewers and admins label the judge's verdicts")
+        raise PermissionDenied("Only reviewers and admins label the judge's verdicts.")
 
 
 @transaction.atomic
 def verdict_label_set(*, verdict, user, agrees: bool, note: str = ""):
     """Record (or change) ``user``'s agree / disagree on a decided llm verdict; reviewers and admins only."""
-    _labeller_check(user)
+    verdict_labeller_check(user)
     if verdict.judge_config_id is None:
         raise ValidationError({"verdict": "programmatic verdicts are not labelled; only the LLM judge's are"})
     if verdict.status == VerdictStatus.ERROR:

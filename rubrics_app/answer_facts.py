@@ -21,8 +21,9 @@ from datetime import date
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 
-# An entity id of the world: a short lowercase prefix, a dash, then digits (and dashes): ord-230215-001,
-# li-230215-001-2, cus-00001, ref-w00001.
+# An entity id of the world (ord-230215-001, li-230215-001-2, cus-00001, ref-w00001): the shape of
+# world_app.tools.ids.ENTITY_ID, stricter at both ends (not inside a longer dashed word, not ending in a dash)
+# and capturing the prefix: what an answer mentions.
 ENTITY_ID = re.compile(r"(?<![\w-])([a-z]{2,3})-w?\d(?:[\d-]*\d)?(?!\w)")
 _DIGITS = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
 _MONEY = re.compile(

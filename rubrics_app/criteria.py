@@ -7,8 +7,6 @@ model takes; a ``response`` spec is a text or number check. Errors name the crit
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 import uuid
 from datetime import date, datetime
@@ -21,6 +19,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import models
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
+from corecraft_site.canonical import sorted_json_sha256
 from rubrics_app.models import CriterionCategory, CriterionKind
 from rubrics_app.patterns import pattern_check
 from world_app import clock
@@ -359,7 +358,7 @@ class ResponseSpec(_Strict):
 
 
 class LlmSpec(_Strict):
-    """The check is the criterion's text; the judge arrives with issue 5."""
+    """The check is the criterion's text; the LLM judge (``rubrics_app.judge``) decides it."""
 
 
 SPEC_MODELS: dict[str, type[BaseModel]] = {
@@ -494,4 +493,4 @@ def criteria_warnings(items: list[dict]) -> list[str]:
 def criterion_content_hash(*, kind: str, text: str, spec: dict, weight: float, category: str, required: bool) -> str:
     """What the criterion checks, hashed: position and key are left out, so moving a criterion keeps its hash."""
     payload = {"kind": kind, "text": text, "spec": spec, "weight": weight, "category": category, "required": required}
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+    return sorted_json_sha256(payload)

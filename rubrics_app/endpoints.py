@@ -112,7 +112,7 @@ ENDPOINT_VERDICT_FIELDS = ("model", "sampling")
 def registry_admin_check(user) -> None:
     """Model endpoints and judge configurations are changed by admins only."""
     if not is_admin(user):
-        raise PermissionDenied("only admins change model endpoints and judge configurations")
+        raise PermissionDenied("Only admins change model endpoints and judge configurations.")
 
 
 def _value(value: Any) -> Any:

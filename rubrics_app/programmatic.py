@@ -5,7 +5,7 @@ their results (``saw``: what the results showed), response criteria the final an
 ``rubrics_app.patterns``' time limit: a pattern that runs past it is an ``error`` verdict, never a hang.
 
 A verdict is ``{key, kind, status: met|not_met|pending, met, rationale, evidence, weight, required}``; ``llm``
-criteria stay ``pending`` until the LLM judge (issue 5) rules on them. ``reward`` folds verdicts into the
+criteria stay ``pending`` until the LLM judge rules on them. ``reward`` folds verdicts into the
 rollout's reward: the weighted fraction met, and pass = every required criterion met.
 """
 
@@ -20,6 +20,7 @@ from typing import Any
 
 from django.db.models import Q
 
+from corecraft_site.canonical import sorted_json
 from rubrics_app import answer_facts
 from rubrics_app.criteria import (
     COUNT_OPS,
@@ -220,10 +221,9 @@ def _makes_changes_verdict(criterion, spec: StateSpec, diff: dict) -> dict:
 
 
 def _holds_values(values: dict | None, row: dict) -> bool:
-    import json
 
     def encoded(value: Any) -> str:
-        return json.dumps(value, sort_keys=True, default=str)
+        return sorted_json(value)
 
     return not values or all(name in row and encoded(row[name]) == encoded(v) for name, v in values.items())
 

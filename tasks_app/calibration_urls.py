@@ -1,4 +1,4 @@
-"""Calibration pages: model endpoints, runs with live progress, task results, trajectories, judge labels (issue 5)."""
+"""Calibration pages: model endpoints, runs with live progress, task results, trajectories, judge labels."""
 
 from django.urls import path
 

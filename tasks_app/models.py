@@ -215,7 +215,7 @@ class ReferenceRun(models.Model):
         return f"reference run of {self.version}"
 
 
-# --- Issue 5: model endpoints, rollouts and calibration -------------------------------------------------
+# --- Rollouts and calibration -------------------------------------------------------------------------
 
 
 class RolloutPolicy(models.TextChoices):

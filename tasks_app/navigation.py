@@ -6,14 +6,13 @@ It lives in ``tasks_app`` because the badges count tasks; sections of other apps
 from __future__ import annotations
 
 from django.http import HttpRequest
-from django.urls import NoReverseMatch, reverse
+from django.urls import reverse
 from django.utils.functional import SimpleLazyObject
 
 from corecraft_site.roles import user_roles
 from tasks_app.selectors import work_counts
 
-# (label, URL name, work_counts key for a badge or None, roles that see it or None for everyone). A section
-# whose URL is not installed is left out rather than breaking every page.
+# (label, URL name, work_counts key for a badge or None, roles that see it or None for everyone).
 SECTIONS: tuple[tuple[str, str, str | None, frozenset[str] | None], ...] = (
     ("Dashboard", "dashboard", None, frozenset({"admin"})),
     ("World", "home", None, None),
@@ -40,10 +39,7 @@ def navigation(request: HttpRequest) -> dict:
         for label, name, badge, seen_by in SECTIONS:
             if seen_by is not None and not (seen_by & roles):
                 continue
-            try:
-                url = reverse(name)
-            except NoReverseMatch:
-                continue
+            url = reverse(name)
             found.append({"label": label, "url": url, "active": False, "badge": counts.get(badge) if badge else None})
         # The current section is the longest URL the path starts with (/review/mine/ is My work, not Review).
         matching = [

@@ -108,3 +108,21 @@ def task_discuss_check(user, task) -> None:
     if AUTHOR in roles and task.author_id == user.pk:
         return
     raise PermissionDenied("only the task's author, reviewers and admins may do this")
+
+
+def review_queue_check(user) -> None:
+    """The review queue and its claims: reviewers and admins."""
+    if not {REVIEWER, ADMIN} & user_roles(user):
+        raise PermissionDenied("Only reviewers and admins review tasks. Your own tasks are under My work.")
+
+
+def calibration_view_check(user) -> None:
+    """Reading the calibration pages: any role."""
+    if not user_roles(user):
+        raise PermissionDenied("Calibration pages are for authors, reviewers and admins.")
+
+
+def calibration_run_check(user) -> None:
+    """Starting, cancelling or resuming a calibration run: reviewers and admins."""
+    if not {REVIEWER, ADMIN} & user_roles(user):
+        raise PermissionDenied("Only reviewers and admins start, cancel or resume calibration runs.")

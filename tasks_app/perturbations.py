@@ -39,7 +39,6 @@ to an unknown tool is never treated as a write, and its enums are unknown.
 from __future__ import annotations
 
 import copy
-import json
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -49,10 +48,12 @@ from datetime import date, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from corecraft_site.canonical import sorted_json
 from rubrics_app.judgement import OPEN_WORLD, Judgement, RubricCriterion, Trajectory, rubric_of, trajectory_judge
 from world_app.conversation import simulated_user_bound
 from world_app.episodes import episode_close, episode_create, episode_world, episode_world_diff
 from world_app.routers import EPISODE_ALIAS
+from world_app.tools.ids import ENTITY_ID
 from world_app.tools.registry import CONVERSATION_GROUP, call_tool, get_tool, invoke_tool
 
 DROP_WRITE, CHANGE_ARGUMENT, DROP_FACT, FIRST_PAGE_ONLY = (
@@ -67,7 +68,6 @@ KINDS = (DROP_WRITE, CHANGE_ARGUMENT, DROP_FACT, FIRST_PAGE_ONLY)
 PAGING_ARGUMENTS = frozenset({"offset", "limit", "sort", "page", "page_size"})
 # An entity id of the world: a short lowercase prefix, a dash, then digits (and dashes), e.g. ord-230215-001,
 # li-230215-001-2, cus-00001, ref-w00001.
-ENTITY_ID = re.compile(r"\b[a-z]{2,3}-w?\d[\d-]*\b")
 _LAST_NUMBER = re.compile(r"(\d+)(?!.*\d)")
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
 # Every number, amount, date ("Aug 14", "2025-08-14") and entity id carries a digit.
@@ -297,7 +297,7 @@ def _changed_arguments(
 
 
 def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, default=str)
+    return sorted_json(value)
 
 
 # --- drop_fact -------------------------------------------------------------------------------------------------
@@ -511,11 +511,6 @@ def _first_pages_only(calls: list[dict], answer: str, results: list | None = Non
     return out
 
 
-def perturbation_keys(solution: dict, **kwargs) -> list[str]:
-    """The keys ``reference_perturbations`` would produce (for listings and calibration plans)."""
-    return [p.key for p in reference_perturbations(solution, **kwargs)]
-
-
 # --- checking a rubric against its reference and the perturbed copies ------------------------------------------
 
 
@@ -675,7 +670,7 @@ class SnapshotReplay:
                     pristine = False
                 # A question's reply is the task's user's, not the snapshot's: never shared between tasks.
                 shared = pristine and found is not None and found.group != CONVERSATION_GROUP
-                key = json.dumps([call["tool"], call.get("arguments") or {}], sort_keys=True, default=str)
+                key = sorted_json([call["tool"], call.get("arguments") or {}])
                 if shared and key in memo:
                     result = memo[key]
                 else:

@@ -45,7 +45,6 @@ cause names the policy and the criteria behind it.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -54,19 +53,20 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
+from corecraft_site.canonical import sorted_json
 from rubrics_app.judgement import rubric_of
 from rubrics_app.programmatic import PENDING, reward
 from tasks_app.perturbations import (
     CHANGE_ARGUMENT,
     DROP_FACT,
     DROP_WRITE,
-    ENTITY_ID,
     FIRST_PAGE_ONLY,
     OutcomeCheck,
     facts_of,
     reference_perturbations,
 )
 from world_app.models import KnowledgeBaseArticle, commerce, support, warranty
+from world_app.tools.ids import ENTITY_ID
 from world_app.tools.registry import get_tool
 
 MUST_FAIL, MUST_PASS = "must_fail", "must_pass"
@@ -135,7 +135,7 @@ def _calls(solution: dict) -> list[dict]:
 
 def _ids(value: Any) -> list[str]:
     """Entity ids in a value, in order of first appearance."""
-    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+    text = value if isinstance(value, str) else sorted_json(value)
     return list(dict.fromkeys(ENTITY_ID.findall(text)))
 
 
@@ -212,7 +212,7 @@ def red_team_policies(
 
 
 def _dump(results: list) -> str:
-    return json.dumps(results, sort_keys=True, default=str)
+    return sorted_json(results)
 
 
 _AMOUNT_STRING = re.compile(r"-?\d+\.\d{2}")
@@ -408,7 +408,7 @@ def _extra_read(calls: list[dict], results: list, replay: Replay) -> dict | None
 
 def _query(call: dict) -> tuple:
     rest = {k: v for k, v in call["arguments"].items() if k not in ("offset", "limit")}
-    return call["tool"], json.dumps(rest, sort_keys=True, default=str)
+    return call["tool"], sorted_json(rest)
 
 
 def _row_ids(result: Any) -> list[str]:
@@ -660,7 +660,7 @@ def _red_team_check(*, criteria: list, instruction: str, solution: dict, replay)
     outcomes = []
     by_calls: dict[str, list[RedTeamPolicy]] = {}
     for policy in policies:
-        by_calls.setdefault(json.dumps(policy.solution["calls"], sort_keys=True, default=str), []).append(policy)
+        by_calls.setdefault(sorted_json(policy.solution["calls"]), []).append(policy)
     for group in by_calls.values():
         verdict_lists, _, _ = replay.verdicts(
             rows, group[0].solution["calls"], [p.solution["final_answer"] for p in group], instruction=instruction

@@ -1,4 +1,4 @@
-"""Review pages: the queue, claims, decisions, comments, the author's own queue (issue 4)."""
+"""Review pages: the queue, claims, decisions, comments, the author's own queue."""
 
 from django.urls import path
 

@@ -170,7 +170,7 @@ def reference_run_latest(*, version: TaskVersion) -> ReferenceRun | None:
     return ReferenceRun.objects.filter(version=version).select_related("created_by").order_by("-created_at").first()
 
 
-# --- Review pages (issue 4): reads behind /review/ -------------------------------------------------------------
+# --- Review pages: reads behind /review/ -------------------------------------------------------------
 
 
 def review_queue_authors(*, reviewer) -> QuerySet:

@@ -29,10 +29,11 @@ import unicodedata
 from collections import defaultdict
 from collections.abc import Hashable, Iterable
 
+from world_app.tools.ids import ENTITY_ID
+
 NEAR_DUPLICATE_THRESHOLD = 0.8
 SHINGLE_SIZE = 3
 
-_ID = re.compile(r"\b[a-z]{2,3}-w?\d[\d-]*\b")
 # A word: letters/digits, keeping ids, amounts (1,249.99), dates (2025-08-14) and times (10:30) whole.
 _WORD = re.compile(r"[a-z0-9]+(?:[-.,:/][a-z0-9]+)*")
 _NUMBER = re.compile(r"^\$?\d[\d,.:/-]*$")
@@ -43,7 +44,7 @@ def normalized_words(text: str, *, mask_entities: bool = False) -> list[str]:
     text = unicodedata.normalize("NFKC", text or "").casefold()
     words = _WORD.findall(text)
     if mask_entities:
-        words = ["<id>" if _ID.fullmatch(w) else "<n>" if _NUMBER.match(w) else w for w in words]
+        words = ["<id>" if ENTITY_ID.fullmatch(w) else "<n>" if _NUMBER.match(w) else w for w in words]
     return words
 
 

@@ -31,11 +31,11 @@ JUDGING_QUEUE = "judging"
 
 
 def rollouts_queue() -> str:
-    return getattr(settings, "CALIBRATION_ROLLOUTS_QUEUE", ROLLOUTS_QUEUE)
+    return settings.CALIBRATION_ROLLOUTS_QUEUE
 
 
 def judging_queue() -> str:
-    return getattr(settings, "CALIBRATION_JUDGING_QUEUE", JUDGING_QUEUE)
+    return settings.CALIBRATION_JUDGING_QUEUE
 
 
 # An item another process holds is looked at again later: its holder may be alive (the item is then done and

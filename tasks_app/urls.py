@@ -1,4 +1,4 @@
-"""Authoring pages: the task list, the editor, criteria, world look-ups and the tool playground (issue 4)."""
+"""Authoring pages: the task list, the editor, criteria, world look-ups and the tool playground."""
 
 from django.urls import path
 

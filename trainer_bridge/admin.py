@@ -8,19 +8,9 @@ from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.utils.html import format_html
 
+from corecraft_site.service_admin import ReadOnlyAdmin
 from trainer_bridge.models import ApiToken, ApiTokenUse, ExportJob, Release, ReleaseRow, Scope
 from trainer_bridge.services import api_token_create, api_token_revoke
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
 
 class ApiTokenAddForm(forms.ModelForm):

@@ -1,4 +1,4 @@
-"""The export API under /api/v1/: frozen releases, manifests, rows and export files (issue 6)."""
+"""The export API under /api/v1/: frozen releases, manifests, rows and export files."""
 
 from django.urls import path
 

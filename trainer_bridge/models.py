@@ -1,4 +1,4 @@
-"""API tokens for trainers, frozen train/holdout releases of approved tasks, and their export jobs (issue 6).
+"""API tokens for trainers, frozen train/holdout releases of approved tasks, and their export jobs.
 
 A token's secret is shown once when it is made and never stored: the row keeps a short prefix (to recognise it
 in lists) and the secret's sha256. A frozen release is a copy, not a reference: each row holds the authored

@@ -1,4 +1,4 @@
-"""Episodes a trainer opens on rows of a frozen release, and how each was judged (the trainer-time API, issue 6).
+"""Episodes a trainer opens on rows of a frozen release, and how each was judged (the trainer-time API).
 
 A ``TrainerEpisode`` links one world episode to the release row it was opened for. The row's frozen rubric judges
 it when the trainer finishes it; the verdicts and the reward stay on the record, so a retried finish answers with

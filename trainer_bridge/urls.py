@@ -1,4 +1,4 @@
-"""Release pages: choose, preview and freeze releases, compare them, exports (issue 6)."""
+"""Release pages: choose, preview and freeze releases, compare them, exports."""
 
 from django.urls import path
 

@@ -1,4 +1,4 @@
-"""The log of token uses, written in batches off the request path (issue 18).
+"""The log of token uses, written in batches off the request path.
 
 Every request made with a token is one ``ApiTokenUse`` row and moves the token's ``last_used_at``. Written per
 request that was two statements in their own transaction (BEGIN, INSERT, UPDATE, COMMIT: four round trips, a

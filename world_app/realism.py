@@ -1,5 +1,5 @@
 """How much like a real store the world is: the figures ``manage.py world_stats --json`` reports under
-``realism`` (issue 12), measured on whatever world the router points at, honestly, whatever they come to.
+``realism``, measured on whatever world the router points at, honestly, whatever they come to.
 
 - ``ticket_text_distinct_ratio``: distinct texts over all ticket texts (ticket bodies and messages).
 - ``customers_with_orders_share``: customers with at least one order.

@@ -22,7 +22,7 @@ from typing import Any
 
 from django.db import transaction
 
-from world_app.episodes import episode_close, episode_create, episode_world
+from world_app.episodes import scratch_world
 from world_app.loyalty import has_loyalty_exception, loyalty_spend, tier_for_spend
 from world_app.models import (
     Customer,
@@ -1006,10 +1006,6 @@ def rules_check(*, rule_ids: list[str] | None = None) -> dict:
 def rules_check_snapshot(*, snapshot=None, rule_ids: list[str] | None = None) -> dict:
     """``rules_check`` in a scratch episode of ``snapshot`` (default: the latest published), closed afterwards."""
     snapshot = snapshot or snapshot_latest()
-    episode = episode_create(snapshot=snapshot, label="world_rules --check")
-    try:
-        with episode_world(episode):
-            result = rules_check(rule_ids=rule_ids)
-    finally:
-        episode_close(episode)
+    with scratch_world(snapshot, label="world_rules --check"):
+        result = rules_check(rule_ids=rule_ids)
     return {"snapshot": snapshot.version, **result}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.urls import NoReverseMatch, reverse
+from django.urls import reverse
 
 from world_app.clock import world_now
 from world_app.models import ENTITY_MODELS, WORLD_MODELS, WorldSnapshot
@@ -26,10 +26,7 @@ def world_child_counts() -> dict[str, int]:
 def world_overview() -> dict:
     counts = []
     for model in ENTITY_MODELS:
-        try:
-            admin_url = reverse(f"admin:world_app_{model._meta.model_name}_changelist")
-        except NoReverseMatch:
-            admin_url = ""
+        admin_url = reverse(f"admin:world_app_{model._meta.model_name}_changelist")
         counts.append(
             {
                 "label": model._meta.verbose_name_plural.capitalize(),

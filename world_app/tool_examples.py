@@ -7,8 +7,6 @@ the same snapshot and the same tools always give the same answers.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import asdict, dataclass
 from datetime import timedelta
 from typing import Any
@@ -16,6 +14,7 @@ from typing import Any
 from django.core.cache import cache
 from django.db.models import Exists, OuterRef
 
+from corecraft_site.canonical import sorted_json_sha256
 from world_app import clock
 from world_app.episodes import episode_create, episode_world
 from world_app.episodes.cache import episode_cache
@@ -236,7 +235,7 @@ def example_simulated_user(order_id: str) -> dict:
 
 def _cache_key(snapshot: WorldSnapshot) -> str:
     # Tool descriptions or parameters changing means the examples may too.
-    tools = hashlib.sha256(json.dumps(tool_schemas("registry"), sort_keys=True).encode()).hexdigest()[:16]
+    tools = sorted_json_sha256(tool_schemas("registry"))[:16]
     return f"tool-examples:snapshot-{snapshot.pk}-{snapshot.content_checksum[:16]}:tools-{tools}"
 
 

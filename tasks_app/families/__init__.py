@@ -23,7 +23,7 @@ from tasks_app.families.return_lookup import ReturnLookupFamily
 from tasks_app.families.returns import ReturnRequestFamily
 from tasks_app.families.shipping import ShipmentStatusFamily
 from tasks_app.families.warranty import WarrantyClaimFamily
-from world_app.episodes import episode_close, episode_create, episode_world
+from world_app.episodes import scratch_world
 from world_app.snapshots import snapshot_latest
 
 FAMILIES: dict[str, Family] = {
@@ -57,12 +57,8 @@ def family_instantiate(family: Family | str, *, snapshot=None, limit: int | None
     """
     family = family_get(family) if isinstance(family, str) else family
     snapshot = snapshot or snapshot_latest()
-    episode = episode_create(snapshot=snapshot, label=f"family {family.name}: instantiate")
-    try:
-        with episode_world(episode):
-            return list(family.instances(limit=limit))
-    finally:
-        episode_close(episode)
+    with scratch_world(snapshot, label=f"family {family.name}: instantiate"):
+        return list(family.instances(limit=limit))
 
 
 def families_instantiate(

@@ -23,7 +23,9 @@ from datetime import date
 from decimal import Decimal
 from typing import Any
 
-BRANCH_SHARE_MAX = 0.6  # no branch above this share of a family's instances (issue 13)
+from corecraft_site.canonical import sorted_json
+
+BRANCH_SHARE_MAX = 0.6  # no branch above this share of a family's instances
 
 MONTHS = (
     "January", "February", "March", "April", "May", "June",
@@ -90,9 +92,8 @@ class Simulator:
 
 
 def _calls_key(calls: Sequence[dict]) -> str:
-    import json
 
-    return json.dumps([[c["tool"], c.get("arguments") or {}] for c in calls], sort_keys=True, default=str)
+    return sorted_json([[c["tool"], c.get("arguments") or {}] for c in calls])
 
 
 class Family:

@@ -1,4 +1,4 @@
-"""Rollouts (issue 5): the agent loop over a model endpoint, the reference and perturbed-reference policies, and
+"""Rollouts: the agent loop over a model endpoint, the reference and perturbed-reference policies, and
 running one rollout in a fresh episode with its trajectory stored and judged.
 
 - ``agent.agent_loop`` / ``agent.system_prompt``: the model policy.

@@ -19,7 +19,6 @@ per-task calibration (``tasks_app.calibration_metrics.task_calibration_update``)
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -36,6 +35,7 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerUnavailable
 
 from rubrics_app.models import ModelEndpoint
+from tasks_app.calibration_metrics import task_calibration_update
 from tasks_app.models import (
     CalibrationItem,
     CalibrationItemStatus,
@@ -46,7 +46,7 @@ from tasks_app.models import (
     RolloutStatus,
     TaskVersion,
 )
-from tasks_app.services.gates import rubric_gate_current
+from tasks_app.services.gates import rubric_gate_current, rubric_gate_store
 
 logger = logging.getLogger(__name__)
 
@@ -183,10 +183,6 @@ def calibration_run_create(
         problems += exc.messages
     if problems:
         raise ValidationError(problems)
-    if any(p["policy"] == RolloutPolicy.PERTURBED_REFERENCE for p in cleaned) and not importlib.util.find_spec(
-        "tasks_app.perturbations"
-    ):
-        raise ValidationError("policies: perturbed_reference needs tasks_app.perturbations, which is not installed")
     run = CalibrationRun.objects.create(
         name=name.strip()[:200],
         created_by=user if user is not None and user.is_authenticated else None,
@@ -544,12 +540,7 @@ def calibration_run_finish_check(*, run_id: int) -> bool:
 
 
 def calibration_metrics_refresh(*, run: CalibrationRun) -> list:
-    """Refresh the run's ``TaskCalibration`` rows (when the metrics module is installed)."""
-    if importlib.util.find_spec("tasks_app.calibration_metrics") is None:
-        return []
-    from tasks_app.calibration_metrics import task_calibration_update
-    from tasks_app.services.gates import rubric_gate_store
-
+    """Refresh the run's ``TaskCalibration`` rows (and store the red team's gate results they carry)."""
     rows = task_calibration_update(run=run)
     for row in rows:
         if row.red_team and row.red_team.get("reference_passes") is not None:

@@ -18,7 +18,6 @@ the reviewer sees.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -28,6 +27,7 @@ from typing import Any
 
 from django.db import transaction
 
+from corecraft_site.canonical import sorted_json_sha256
 from corecraft_site.code_version import code_version
 from tasks_app.models import RubricGate, TaskVersion
 
@@ -83,7 +83,7 @@ def gate_key_of(
     }
     if simulated_user:
         payload["simulated_user"] = simulated_user
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+    return sorted_json_sha256(payload)
 
 
 def gate_key(version: TaskVersion) -> str:

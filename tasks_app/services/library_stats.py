@@ -1,4 +1,4 @@
-"""The task library measured the way issue 13 asks: what a reference solution really needs, not what it lists.
+"""The task library measured by what a reference solution really needs, not what it lists.
 
 Each task (a starter fixture file or a family instance) is replayed on a snapshot (``SnapshotReplay``: a scratch
 episode, every replay rolled back) and measured into a ``TaskShape``. The figures, and how each is detected:
@@ -45,7 +45,6 @@ issue's targets next to the measured values. It reports; it never adjusts a figu
 
 from __future__ import annotations
 
-import json
 import re
 import statistics
 from collections import Counter
@@ -53,7 +52,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from corecraft_site.canonical import sorted_json
 from rubrics_app.judgement import rubric_of
+from world_app.contract import CONVERSATION_TOOLS
 from world_app.policies import RULES
 from world_app.tools.registry import get_tool
 
@@ -153,8 +154,6 @@ class TaskShape:
     @property
     def multi_turn(self) -> bool:
         """The reference asks the user for a held-back fact (``ask_user``) and the rubric fails without it."""
-        from world_app.contract import CONVERSATION_TOOLS
-
         return any(tool in CONVERSATION_TOOLS for tool in self.needed_tools)
 
     @property
@@ -203,7 +202,7 @@ def _max_limit(name: str) -> int | None:
 
 def _query(call: dict) -> tuple:
     rest = {k: v for k, v in (call.get("arguments") or {}).items() if k not in ("offset", "limit")}
-    return call["tool"], json.dumps(rest, sort_keys=True, default=str)
+    return call["tool"], sorted_json(rest)
 
 
 def _first_max_pages(calls: list[dict]) -> list[list[dict]]:

@@ -57,7 +57,7 @@ from tasks_app.services.reviews import GateRefused, comment_add, review_approve,
 from tasks_app.services.tasks import task_create, task_submit_for_review, task_update
 from world_app.contract import CONVERSATION_TOOLS
 from world_app.conversation import facts_disclosed, simulated_user_validate
-from world_app.episodes import episode_close, episode_create, episode_world
+from world_app.episodes import scratch_world
 from world_app.episodes.errors import SnapshotNotPublished
 from world_app.models import WORLD_MODELS
 from world_app.snapshots import snapshot_latest
@@ -550,7 +550,7 @@ def library_gates_compute(
 
 def task_library_stats() -> dict:
     """Counts of tasks per type, status, difficulty, family and source (``starter``, ``family``, ``studio``), with
-    the per-type counts of the approved starter library (what issue 7 asks for: >= 30/30/30/40)."""
+    the per-type counts of the approved starter library (the library's floor: >= 30/30/30/40)."""
     from django.db.models import Case, CharField, Count, Value, When
 
     source = Case(
@@ -641,9 +641,5 @@ def entities_missing(ids: Iterable[str], *, snapshot=None) -> list[str]:
 
     if snapshot is None:
         return missing()
-    episode = episode_create(snapshot=snapshot, label="task library: entity check")
-    try:
-        with episode_world(episode):
-            return missing()
-    finally:
-        episode_close(episode)
+    with scratch_world(snapshot, label="task library: entity check"):
+        return missing()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import uuid
 from typing import Any
 
@@ -11,6 +9,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from corecraft_site.canonical import sorted_json_sha256
 from rubrics_app.criteria import CriterionInput, criteria_validate, criterion_content_hash
 from tasks_app.models import Criterion, Difficulty, Task, TaskStatus, TaskType, TaskVersion
 from tasks_app.permissions import task_create_check, task_edit_check, task_retire_check
@@ -103,7 +102,7 @@ def _version_hash(fields: dict[str, Any], criteria_hashes: list[tuple[str, str]]
     }
     payload["snapshot"] = fields["snapshot"].pk
     payload["criteria"] = criteria_hashes
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+    return sorted_json_sha256(payload)
 
 
 def _criteria_rows(inputs: list[CriterionInput]) -> list[Criterion]:

@@ -16,7 +16,7 @@ from typing import Any
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.db.models import Count, F, Q
 from django.http import Http404, HttpRequest, HttpResponse
@@ -24,10 +24,17 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from corecraft_site.canonical import sorted_json
 from corecraft_site.refusals import forbidden_as_page as refusal_page
 from corecraft_site.roles import ADMIN, REVIEWER, is_admin, user_roles
-from rubrics_app.agreement import judge_agreement_report, thresholds, verdict_label_set, verdicts_to_label
-from rubrics_app.endpoints import base_url_check, model_endpoint_save, model_endpoint_test
+from rubrics_app.agreement import (
+    judge_agreement_report,
+    thresholds,
+    verdict_label_set,
+    verdict_labeller_check,
+    verdicts_to_label,
+)
+from rubrics_app.endpoints import base_url_check, model_endpoint_save, model_endpoint_test, registry_admin_check
 from rubrics_app.judge import JUDGE_PROMPTS, judge_config_save
 from rubrics_app.models import JudgeConfig, ModelEndpoint, Verdict
 from tasks_app.calibration_metrics import DIFFICULTIES, EASY_MIN_PASS_RATE, MEDIUM_MIN_PASS_RATE, perturbed_unnoticed
@@ -45,7 +52,7 @@ from tasks_app.models import (
     TaskType,
     TaskVersion,
 )
-from tasks_app.permissions import task_view_check
+from tasks_app.permissions import calibration_run_check, calibration_view_check, task_view_check
 from tasks_app.selectors_calibration import criterion_texts
 from tasks_app.services.calibration import calibration_runs_item_counts
 from world_app.episodes import EpisodeError, episode_diff
@@ -63,21 +70,6 @@ HTMX_STOP_POLLING = 286
 
 # A refusal (from a check here or a service) renders the 403 page with its reason, never a 500.
 forbidden_as_page = refusal_page(page="calibration/forbidden.html")
-
-
-def _member_check(user) -> None:
-    if not user_roles(user):
-        raise PermissionDenied("Calibration pages are for authors, reviewers and admins.")
-
-
-def _calibrator_check(user) -> None:
-    if not {REVIEWER, ADMIN} & user_roles(user):
-        raise PermissionDenied("Only reviewers and admins start, cancel or resume calibration runs.")
-
-
-def _admin_check(user) -> None:
-    if not is_admin(user):
-        raise PermissionDenied("Only admins change model endpoints and judge configurations.")
 
 
 # Service messages read "field: why"; these service field names are form fields under another name.
@@ -321,7 +313,7 @@ class EndpointForm(forms.Form):
 @forbidden_as_page
 def endpoints(request: HttpRequest) -> HttpResponse:
     """The model endpoint registry with the last connection check of each, and the judge configurations."""
-    _member_check(request.user)
+    calibration_view_check(request.user)
     context = {
         "endpoints": ModelEndpoint.objects.annotate(n_judges=Count("judge_configs")).order_by("name"),
         "judges": JudgeConfig.objects.select_related("endpoint").annotate(n_verdicts=Count("verdicts")),
@@ -335,7 +327,7 @@ def endpoints(request: HttpRequest) -> HttpResponse:
 @forbidden_as_page
 def endpoint_edit(request: HttpRequest, endpoint_id: int | None = None) -> HttpResponse:
     """Create or edit an endpoint (admins); bad input shows the form again with what was typed."""
-    _admin_check(request.user)
+    registry_admin_check(request.user)
     endpoint = get_object_or_404(ModelEndpoint, pk=endpoint_id) if endpoint_id else None
     initial = None
     if endpoint is not None:
@@ -358,7 +350,7 @@ def endpoint_edit(request: HttpRequest, endpoint_id: int | None = None) -> HttpR
 @forbidden_as_page
 def endpoint_test(request: HttpRequest, endpoint_id: int) -> HttpResponse:
     """Send a tiny chat completion through the endpoint and store the outcome; htmx swaps the row's status cell."""
-    _admin_check(request.user)
+    registry_admin_check(request.user)
     endpoint = get_object_or_404(ModelEndpoint, pk=endpoint_id)
     outcome = model_endpoint_test(endpoint=endpoint)
     endpoint.refresh_from_db(fields=["last_check", "last_checked_at"])
@@ -407,7 +399,7 @@ class JudgeConfigForm(forms.Form):
 @forbidden_as_page
 def judge_edit(request: HttpRequest, judge_id: int | None = None) -> HttpResponse:
     """Create or edit a judge configuration (admins)."""
-    _admin_check(request.user)
+    registry_admin_check(request.user)
     judge = get_object_or_404(JudgeConfig, pk=judge_id) if judge_id else None
     initial = {name: getattr(judge, name) for name in JudgeConfigForm.base_fields} if judge else None
     form = JudgeConfigForm(request.POST or None, initial=initial, judge_config=judge)
@@ -446,7 +438,7 @@ def run_progress(run: CalibrationRun, counts: dict[str, int]) -> dict:
 @forbidden_as_page
 def runs(request: HttpRequest) -> HttpResponse:
     """Calibration runs, newest first, with their progress, and the difficulty of every calibrated task."""
-    _member_check(request.user)
+    calibration_view_check(request.user)
     page = Paginator(
         CalibrationRun.objects.select_related("created_by", "judge_config").order_by("-created_at"), PAGE_SIZE
     ).get_page(request.GET.get("page"))
@@ -548,7 +540,7 @@ def run_create(request: HttpRequest) -> HttpResponse:
     """Plan a run (frozen as items) and start it; bad input shows the form again with what was typed."""
     from tasks_app.services.calibration import calibration_run_create, calibration_run_start
 
-    _calibrator_check(request.user)
+    calibration_run_check(request.user)
     form = RunForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
@@ -651,7 +643,7 @@ def _progress_context(run: CalibrationRun) -> dict:
 @forbidden_as_page
 def run_page(request: HttpRequest, run_id: int) -> HttpResponse:
     """One run: live progress, cancel / resume, the per-task results and plots."""
-    _member_check(request.user)
+    calibration_view_check(request.user)
     run = _run_get(run_id)
     policies = run.policies or []
     endpoint_ids = [p.get("endpoint") for p in policies if p.get("endpoint")]
@@ -692,7 +684,7 @@ def run_page(request: HttpRequest, run_id: int) -> HttpResponse:
 @forbidden_as_page
 def run_progress_partial(request: HttpRequest, run_id: int) -> HttpResponse:
     """The progress bar alone, polled every 2 s; 286 (htmx: stop polling) and a page refresh once settled."""
-    _member_check(request.user)
+    calibration_view_check(request.user)
     context = _progress_context(_run_get(run_id))
     response = render(request, "calibration/run.html#progress", context)
     if context["progress"]["finished"]:
@@ -707,7 +699,7 @@ def run_progress_partial(request: HttpRequest, run_id: int) -> HttpResponse:
 def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
     from tasks_app.services.calibration import calibration_run_cancel
 
-    _calibrator_check(request.user)
+    calibration_run_check(request.user)
     run = _run_get(run_id)
     try:
         calibration_run_cancel(run=run)
@@ -724,7 +716,7 @@ def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
 def run_resume(request: HttpRequest, run_id: int) -> HttpResponse:
     from tasks_app.services.calibration import calibration_run_resume
 
-    _calibrator_check(request.user)
+    calibration_run_check(request.user)
     run = _run_get(run_id)
     try:
         calibration_run_resume(run=run)
@@ -743,7 +735,7 @@ def run_resume(request: HttpRequest, run_id: int) -> HttpResponse:
 @forbidden_as_page
 def task_page(request: HttpRequest, task_id: int) -> HttpResponse:
     """A task version's calibration: pass@k, pass^k, reward spread, criteria, flags, difficulty, its rollouts."""
-    _member_check(request.user)
+    calibration_view_check(request.user)
     task = get_object_or_404(Task.objects.select_related("current_version"), pk=task_id)
     task_view_check(request.user, task)
     versions = list(task.versions.order_by("-number").only("id", "number", "task_id"))
@@ -812,7 +804,7 @@ def task_page(request: HttpRequest, task_id: int) -> HttpResponse:
 @forbidden_as_page
 def rollout_page(request: HttpRequest, rollout_id: int) -> HttpResponse:
     """One trajectory: who made it, the conversation, each tool call and result, the state diff, the verdicts."""
-    _member_check(request.user)
+    calibration_view_check(request.user)
     rollout = get_object_or_404(
         Rollout.objects.select_related("version__task", "endpoint", "run__judge_config", "episode"), pk=rollout_id
     )
@@ -858,7 +850,7 @@ def _evidence_text(verdict: dict) -> str:
     evidence = verdict.get("evidence")
     if evidence in (None, "", [], {}):
         return ""
-    return evidence if isinstance(evidence, str) else json.dumps(evidence, sort_keys=True, default=str)
+    return evidence if isinstance(evidence, str) else sorted_json(evidence)
 
 
 def _message_view(message: dict) -> dict:
@@ -935,11 +927,6 @@ def _label_cards(verdicts: list[Verdict]) -> list[dict]:
     ]
 
 
-def _labeller_check(user) -> None:
-    if not {REVIEWER, ADMIN} & user_roles(user):
-        raise PermissionDenied("Only reviewers and admins label the judge's verdicts.")
-
-
 def _labels_context(request: HttpRequest, *, bound: dict | None = None) -> dict:
     judges = list(JudgeConfig.objects.order_by("name"))
     judge = next((j for j in judges if str(j.pk) == request.GET.get("judge", "")), None)
@@ -962,7 +949,7 @@ def _labels_context(request: HttpRequest, *, bound: dict | None = None) -> dict:
 @forbidden_as_page
 def labels(request: HttpRequest) -> HttpResponse:
     """A batch of llm verdicts this reviewer has not labelled, each with agree / disagree and a note."""
-    _labeller_check(request.user)
+    verdict_labeller_check(request.user)
     return render(request, "calibration/labels.html", _labels_context(request))
 
 
@@ -971,7 +958,7 @@ def labels(request: HttpRequest) -> HttpResponse:
 @forbidden_as_page
 def label_verdict(request: HttpRequest, verdict_id: int) -> HttpResponse:
     """Record this reviewer's label; htmx swaps the card, bad input keeps the card with its errors (400)."""
-    _labeller_check(request.user)
+    verdict_labeller_check(request.user)
     verdict = get_object_or_404(Verdict.objects.select_related("judge_config"), pk=verdict_id)
     form = LabelForm(request.POST, prefix=f"v{verdict.pk}")
     label = None
@@ -998,7 +985,7 @@ def label_verdict(request: HttpRequest, verdict_id: int) -> HttpResponse:
 @forbidden_as_page
 def agreement(request: HttpRequest) -> HttpResponse:
     """Judge against humans: agreement and Cohen's kappa per judge configuration and per criterion, flags."""
-    _member_check(request.user)
+    calibration_view_check(request.user)
     report = judge_agreement_report(criterion_texts=criterion_texts)
     judges = {j.pk: j for j in JudgeConfig.objects.all()}
     for row in [*report["criteria"], *report["configs"]]:

@@ -25,7 +25,7 @@ from corecraft_site.refusals import forbidden_as_page as refusal_page
 from corecraft_site.roles import ADMIN, REVIEWER, user_roles
 from tasks_app.criterion_words import criterion_spec_summary
 from tasks_app.models import Comment, Criterion, ReviewDecision, Task, TaskStatus, TaskType, TaskVersion
-from tasks_app.permissions import review_check, task_discuss_check
+from tasks_app.permissions import review_check, review_queue_check, task_discuss_check
 from tasks_app.selectors import (
     author_queue,
     reference_run_latest,
@@ -69,11 +69,6 @@ def _messages_of(exc: ValidationError) -> list[str]:
 
 
 # --- the queue ----------------------------------------------------------------------------------------------------
-
-
-def _reviewer_check(user) -> None:
-    if not {REVIEWER, ADMIN} & user_roles(user):
-        raise PermissionDenied("Only reviewers and admins review tasks. Your own tasks are under My work.")
 
 
 QUEUE_FILTERS = ("type", "author", "age", "flag", "sort")
@@ -132,7 +127,7 @@ def _queue_query(values: dict[str, Any], errors: dict[str, str]) -> str:
 def queue(request: HttpRequest) -> HttpResponse:
     """Tasks in review that this user may review, filterable by type, author, age and calibration, sortable;
     htmx swaps the table."""
-    _reviewer_check(request.user)
+    review_queue_check(request.user)
     tasks, values, errors, authors = _filtered_queue(request, request.GET)
     page = Paginator(tasks, PAGE_SIZE).get_page(request.GET.get("page"))
     with_cells(page.object_list)
@@ -163,7 +158,7 @@ def queue(request: HttpRequest) -> HttpResponse:
 def next_item(request: HttpRequest) -> HttpResponse:
     """Open the next (``dir=next``) or previous (``dir=prev``) item of the queue after task ``after``, with the
     queue's filters and order from the query string; the queue itself at either end."""
-    _reviewer_check(request.user)
+    review_queue_check(request.user)
     tasks, values, errors, _authors = _filtered_queue(request, request.GET)
     try:
         after = int(request.GET.get("after", ""))
@@ -183,7 +178,7 @@ def next_item(request: HttpRequest) -> HttpResponse:
 @forbidden_as_page
 def claim_next(request: HttpRequest) -> HttpResponse:
     """Claim the first item of the (filtered) queue nobody else holds and open it: one step from the queue."""
-    _reviewer_check(request.user)
+    review_queue_check(request.user)
     tasks, values, errors, _authors = _filtered_queue(request, request.POST)
     query = _queue_query(values, errors)
     for _attempt in range(3):  # another reviewer may take the same one first: then the next
@@ -206,7 +201,7 @@ def claim_next(request: HttpRequest) -> HttpResponse:
 @forbidden_as_page
 def bulk_decide(request: HttpRequest) -> HttpResponse:
     """Approve or return the selected items, each through its own claim and decision (the gate still applies)."""
-    _reviewer_check(request.user)
+    review_queue_check(request.user)
     try:
         task_ids = [int(v) for v in request.POST.getlist("task")]
     except ValueError:

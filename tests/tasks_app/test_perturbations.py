@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import json
 
-from tasks_app.perturbations import Perturbation, is_fact, neighbour_id, perturbation_keys, reference_perturbations
+from tasks_app.perturbations import Perturbation, is_fact, neighbour_id, reference_perturbations
 
 SOLUTION = {
     "calls": [
@@ -138,7 +138,7 @@ def test_deterministic_and_the_input_is_untouched():
     assert before == SOLUTION
     first[0].solution["calls"].clear()
     assert reference_perturbations(SOLUTION)[0].solution["calls"]
-    assert perturbation_keys(SOLUTION) == [p.key for p in first]
+    assert [p.key for p in reference_perturbations(SOLUTION)] == [p.key for p in first]
     kinds = [p.kind for p in first]
     assert kinds == sorted(kinds, key=["drop_write", "change_argument", "drop_fact", "first_page_only"].index)
 
@@ -152,7 +152,7 @@ def test_unknown_tools_are_no_writes_and_a_lookup_can_be_given():
 
     solution = {"calls": [{"tool": "escalate", "arguments": {"level": "low"}}], "final_answer": "Done."}
     assert reference_perturbations(solution, tool_lookup=lambda name: None) == []
-    keys = perturbation_keys(solution, tool_lookup=lambda name: FakeTool())
+    keys = [p.key for p in reference_perturbations(solution, tool_lookup=lambda name: FakeTool())]
     assert keys == ["drop_write[0]", "change_argument[0].level"]
 
 

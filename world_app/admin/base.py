@@ -302,16 +302,3 @@ class WorldInline(WorldFormfieldsMixin, admin.TabularInline):
     def get_readonly_fields(self, request, obj=None):
         readonly = tuple(super().get_readonly_fields(request, obj))
         return readonly if "id" in readonly else ("id", *readonly)
-
-
-class ReadOnlyAdminMixin:
-    """Rows that are history, not live data: viewable, never added, changed or deleted by hand."""
-
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False

@@ -12,7 +12,8 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from world_app.admin.base import ReadOnlyAdminMixin, admin_link, pretty_json
+from corecraft_site.service_admin import ReadOnlyAdminMixin, ReadOnlyInline
+from world_app.admin.base import admin_link, pretty_json
 from world_app.models import Episode, EpisodeStep, WorldSnapshot
 
 
@@ -125,22 +126,10 @@ class WorldSnapshotAdmin(JSONViewMedia, ReadOnlyAdminMixin, admin.ModelAdmin):
         return TemplateResponse(request, "admin/world_app/worldsnapshot/publish.html", context)
 
 
-class EpisodeStepInline(admin.TabularInline):
+class EpisodeStepInline(ReadOnlyInline):
     model = EpisodeStep
     fields = ("seq", "name", "arguments_json", "result_json", "is_error", "duration_ms", "created_at")
     readonly_fields = fields
-    extra = 0
-    can_delete = False
-    show_change_link = True
-
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
     @admin.display(description="Arguments")
     def arguments_json(self, obj: EpisodeStep) -> str:

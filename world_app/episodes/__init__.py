@@ -11,6 +11,7 @@ from world_app.episodes.engine import (
     episode_world_diff,
     episodes_close_idle,
     episodes_purge_closed,
+    scratch_world,
 )
 from world_app.episodes.errors import (
     EpisodeClosed,
@@ -38,4 +39,5 @@ __all__ = [
     "episode_world_diff",
     "episodes_close_idle",
     "episodes_purge_closed",
+    "scratch_world",
 ]

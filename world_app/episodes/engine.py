@@ -374,6 +374,18 @@ def episode_world(episode: EpisodeRef) -> Iterator[None]:
             _bound_hot.reset(token)
 
 
+@contextmanager
+def scratch_world(snapshot: WorldSnapshot, *, label: str) -> Iterator[Episode]:
+    """A new episode of ``snapshot`` whose world the block reads (``episode_world``), closed afterwards: the way to
+    look at a snapshot's world (families, the library's entity check, the world rules) without keeping an episode."""
+    episode = episode_create(snapshot=snapshot, label=label)
+    try:
+        with episode_world(episode):
+            yield episode
+    finally:
+        episode_close(episode)
+
+
 def episode_world_diff() -> dict:
     """Inside ``episode_world()``: the diff of the world as it is now against its snapshot, the block's own
     (not yet rolled back) writes included; the shape of ``episode_diff``."""

@@ -1,4 +1,4 @@
-"""The cases a real store's records are full of and the base world has too few of, appended after it (issue 12).
+"""The cases a real store's records are full of and the base world has too few of, appended after it.
 
 The base world (catalog, people, commerce, support) is a store of one-off buyers whose searches fit one page and
 whose tasks mostly land on the common branch. A real store also has:

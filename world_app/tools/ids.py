@@ -7,12 +7,15 @@ past the highest number already taken.
 
 from __future__ import annotations
 
+import re
 from functools import cache
 
 from world_app.models.base import WorldEntity
 from world_app.tools.baked import BakedQuery
 
 WIDTH = 5  # digits of a tool-made id's number; wider once 99,999 are taken
+# An entity id in text: every world id (the generator's "ord-000123-001", a tool's "rfd-w00001") has this shape.
+ENTITY_ID = re.compile(r"\b[a-z]{2,3}-w?\d[\d-]*\b")
 
 
 def _number(entity_id: str | None, prefix: str) -> int | None:

@@ -65,7 +65,7 @@ class Command(BaseCommand):
             site=site,
             verify=import_string(settings.MCP_CREDENTIAL_VERIFIER),
             snapshot_version=snapshot_version,
-            tasks=mcp_task_provider_load(getattr(settings, "MCP_TASK_PROVIDER", None)),
+            tasks=mcp_task_provider_load(settings.MCP_TASK_PROVIDER),
         )
         connections.close_all()
         uvicorn.run(app, host=host, port=port, log_level=log_level, lifespan="on")
