@@ -54,8 +54,8 @@ from django.db import connection  # noqa: E402
 from rubrics_app.endpoints import endpoint_client  # noqa: E402
 from rubrics_app.models import ModelEndpoint  # noqa: E402
 from rubrics_app.programmatic import criteria_evaluate  # noqa: E402
+from tasks_app.calibration.rollouts import rollout_create, rollout_execute  # noqa: E402
 from tasks_app.models import Rollout, RolloutPolicy, RolloutStatus, Task  # noqa: E402
-from tasks_app.rollouts import rollout_create, rollout_execute  # noqa: E402
 from world_app.models import Customer, Order  # noqa: E402
 from world_app.snapshots import snapshot_publish  # noqa: E402
 
@@ -80,7 +80,7 @@ def world_ready() -> None:
 
 def bench_task(order: Order):
     """The benchmark's task (made once, found again by its source key)."""
-    from tasks_app.services.tasks import task_create
+    from tasks_app.authoring.services.tasks import task_create
 
     snapshot = snapshot_publish(note=LABEL, if_changed=True)
     task = Task.objects.filter(source_key=SOURCE_KEY).select_related("current_version").first()
@@ -344,7 +344,7 @@ def phases(version, *, base_url: str) -> dict:
     """Where a rollout's CPU goes, one rollout at a time at zero model latency (ms of this process's CPU, p50):
     the episode made, the agent loop (HTTP client, tool calls), judging on the open episode, the close, and judging
     again from the closed episode's log (what a later judge does)."""
-    from tasks_app.rollouts.agent import agent_loop
+    from tasks_app.calibration.rollouts.agent import agent_loop
     from world_app.episodes import episode_close, episode_create
     from world_app.tools.registry import call_tool_step
 

@@ -32,10 +32,10 @@ import django
 
 django.setup()
 
-from tasks_app.families import FAMILIES, family_instantiate  # noqa: E402
+from tasks_app.library.families import FAMILIES, family_instantiate  # noqa: E402
+from tasks_app.library.services.task_library import entities_missing, entity_ids_named, starter_tasks_read  # noqa: E402
+from tasks_app.library.similarity import NEAR_DUPLICATE_THRESHOLD, most_similar, near_duplicate_pairs  # noqa: E402
 from tasks_app.perturbations import SnapshotReplay, rubric_check  # noqa: E402
-from tasks_app.services.task_library import entities_missing, entity_ids_named, starter_tasks_read  # noqa: E402
-from tasks_app.similarity import NEAR_DUPLICATE_THRESHOLD, most_similar, near_duplicate_pairs  # noqa: E402
 from world_app.snapshots import snapshot_latest  # noqa: E402
 
 
@@ -128,7 +128,7 @@ def main() -> int:
 
 
 def red_team_main(args) -> int:
-    from tasks_app.families import families_instantiate
+    from tasks_app.library.families import families_instantiate
     from tasks_app.red_team import red_team_check, red_team_summary
 
     snapshot = snapshot_latest()

@@ -43,7 +43,7 @@ from django.core.management import call_command  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
 from tasks_app.models import Task, TaskStatus  # noqa: E402
-from tasks_app.services import demo_users_ensure  # noqa: E402
+from tasks_app.role_grants import demo_users_ensure  # noqa: E402
 from trainer_bridge.models import Release, ReleaseStatus  # noqa: E402
 from trainer_bridge.services import api_token_create, release_create, release_freeze  # noqa: E402
 from trainer_bridge.trainer_models import TrainerEpisode  # noqa: E402

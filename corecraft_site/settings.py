@@ -71,7 +71,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "tasks_app.navigation.navigation",
+                "tasks_app.authoring.navigation.navigation",
             ],
         },
     },

@@ -102,7 +102,7 @@ def judge_agreement_report(
     ``{"criteria": [AgreementRow per (judge config, criterion)], "configs": [AgreementRow per judge config],
     "flagged": [the criterion rows flagged for rewriting]}``; one query whatever the number of labels, plus what
     ``criterion_texts`` asks (the criteria are the tasks' rows, above this app: it maps the criterion keys to their
-    texts, e.g. ``tasks_app.selectors_calibration.criterion_texts``; None leaves the texts empty).
+    texts, e.g. ``tasks_app.calibration.selectors.criterion_texts``; None leaves the texts empty).
     """
     labels = VerdictLabel.objects.filter(verdict__judge_config__isnull=False, verdict__met__isnull=False)
     if judge_config is not None:

@@ -6,7 +6,7 @@ is pure: no database, no clock, no process-dependent hashing, so the same candid
 the same split.
 
 How the split is made:
-1. Tasks of one family, and near-duplicate instructions (``tasks_app.similarity.near_duplicate_groups``), are
+1. Tasks of one family, and near-duplicate instructions (``tasks_app.library.similarity.near_duplicate_groups``), are
    joined into *units* (connected components); a unit goes to one side as a whole, so neither a family nor a
    near-duplicate ever crosses the split.
 2. Targets per stratum (task type x difficulty) are apportioned by largest remainder: the release's total
@@ -29,8 +29,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from tasks_app.library.similarity import near_duplicate_groups
 from tasks_app.models import RubricGate, Task, TaskCalibration, TaskStatus
-from tasks_app.similarity import near_duplicate_groups
 
 TRAIN = "train"
 HOLDOUT = "holdout"
@@ -55,8 +55,8 @@ class ReleaseFilters(BaseModel):
     exclude_flags: list[str] = Field(default_factory=list, description="Calibration flags that disqualify a task.")
     include_flagged: bool = Field(
         default=False,
-        description="Keep tasks the gate flags: a refused stored gate (tasks_app.services.gates), or a calibration "
-        "flagging them gameable or over-specified. Off by default: they are left out.",
+        description="Keep tasks the gate flags: a refused stored gate (tasks_app.calibration.services.gates), or a "
+        "calibration flagging them gameable or over-specified. Off by default: they are left out.",
     )
     near_duplicate_threshold: float = Field(default=0.8, gt=0, le=1)
 

@@ -24,7 +24,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from tasks_app.models import Task, TaskStatus
-from tasks_app.services import demo_users_ensure
+from tasks_app.role_grants import demo_users_ensure
 from tests.tasks_app.factories import gate_stored, task_make
 from trainer_bridge.models import Release, ReleaseStatus
 from world_app.models import Customer, Order, OrderLineItem, Product

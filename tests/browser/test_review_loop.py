@@ -16,7 +16,7 @@ import pytest
 from django.utils import timezone
 
 from tasks_app.models import Review, Task, TaskStatus
-from tasks_app.services import demo_users_ensure
+from tasks_app.role_grants import demo_users_ensure
 from world_app.models import Order
 from world_app.snapshots import snapshot_publish
 

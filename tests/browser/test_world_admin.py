@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tasks_app.services import demo_users_ensure
+from tasks_app.role_grants import demo_users_ensure
 from world_app.models import Customer, Order, Product
 from world_app.specs import validate_specs
 

@@ -6,7 +6,7 @@ import pytest
 
 from rubrics_app.agreement import agreement_row, cohen_kappa, judge_agreement_report, percent_agreement
 from rubrics_app.models import JudgeConfig, ModelEndpoint, Verdict, VerdictLabel
-from tasks_app.selectors_calibration import criterion_texts
+from tasks_app.calibration.selectors import criterion_texts
 from tests.tasks_app.factories import reviewer, task_make
 
 

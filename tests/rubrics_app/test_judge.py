@@ -15,8 +15,8 @@ from rubrics_app.judge import (
     trajectory_render,
 )
 from rubrics_app.models import JudgeConfig, ModelEndpoint, Verdict
+from tasks_app.calibration.rollouts.execute import rollout_judge as rollout_judgement
 from tasks_app.models import Rollout
-from tasks_app.rollouts.execute import rollout_judge as rollout_judgement
 from tests.factories import small_world
 from tests.tasks_app.factories import LLM_CRITERION, RESPONSE_CRITERION, task_make
 from world_app.episodes import episode_close, episode_create
@@ -261,7 +261,7 @@ def test_the_judge_and_the_rollouts_share_one_client_per_endpoint(monkeypatch):
     from rubrics_app import judgement
     from rubrics_app.endpoints import endpoint_client as judge_client
     from rubrics_app.endpoints import endpoint_client as rollout_client
-    from tasks_app.rollouts import execute
+    from tasks_app.calibration.rollouts import execute
 
     assert judgement.endpoint_client is judge_client and execute.endpoint_client is rollout_client
 

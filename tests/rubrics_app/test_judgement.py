@@ -19,10 +19,10 @@ from rubrics_app.judgement import (
     trajectory_judge,
 )
 from rubrics_app.models import Verdict
+from tasks_app.authoring.services.reference_solution import reference_solution_run
+from tasks_app.calibration.rollouts.execute import rollout_create, rollout_execute
 from tasks_app.models import ReferenceRun, Rollout, TaskVersion
 from tasks_app.perturbations import SnapshotReplay, rubric_check
-from tasks_app.rollouts.execute import rollout_create, rollout_execute
-from tasks_app.services.reference_solution import reference_solution_run
 from tests.trainer_bridge.trainer_fixtures import GOOD_ANSWER, trainer_world_make
 
 pytestmark = [pytest.mark.django_db(databases=["default", "episode"]), pytest.mark.usefixtures("fresh_episode_state")]

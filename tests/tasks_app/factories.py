@@ -76,15 +76,16 @@ def task_fields(**overrides) -> dict:
 
 def task_make(*, user=None, snapshot=None, **overrides):
     """A draft task made through ``task_create`` (so it is valid the way the app makes them)."""
-    from tasks_app.services.tasks import task_create
+    from tasks_app.authoring.services.tasks import task_create
 
     return task_create(user=user or author(), snapshot=snapshot or WorldSnapshotFactory(), **task_fields(**overrides))
 
 
 def gate_stored(version, *, passes: bool = True):
-    """Store the gate's result for ``version`` as if the red team had run (``tasks_app.services.gates``): tests
-    of the review workflow that are not about the gate arrange a passing one; gate tests compute the real one."""
-    from tasks_app.services.gates import rubric_gate_store
+    """Store the gate's result for ``version`` as if the red team had run
+    (``tasks_app.calibration.services.gates``): tests of the review workflow that are not about the gate arrange a
+    passing one; gate tests compute the real one."""
+    from tasks_app.calibration.services.gates import rubric_gate_store
 
     findings = {
         "reference_passes": True,
@@ -100,7 +101,7 @@ def gate_stored(version, *, passes: bool = True):
 def task_in_review(*, gate_passes: bool | None = True, **kwargs):
     """A task submitted for review; its version's gate stored as passing (``gate_passes=False``: refused;
     ``None``: not computed)."""
-    from tasks_app.services.tasks import task_submit_for_review
+    from tasks_app.authoring.services.tasks import task_submit_for_review
 
     task = task_make(**kwargs)
     task = task_submit_for_review(task=task, user=task.author)

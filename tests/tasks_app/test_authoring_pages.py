@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from tasks_app.authoring.services.reviews import comment_add
+from tasks_app.authoring.services.tasks import task_submit_for_review, task_update
 from tasks_app.models import Comment, Criterion, Task, TaskStatus
-from tasks_app.services.reviews import comment_add
-from tasks_app.services.tasks import task_submit_for_review, task_update
 from tests.tasks_app.factories import (
     LLM_CRITERION,
     RESPONSE_CRITERION,
@@ -530,7 +530,7 @@ def test_diff_page_reads_what_changed(client, writer, snapshot):
 
 
 def test_the_author_sees_the_requested_changes_on_the_task_page(client, writer, snapshot):
-    from tasks_app.services.reviews import review_claim, review_request_changes
+    from tasks_app.authoring.services.reviews import review_claim, review_request_changes
 
     task = task_in_review(user=writer, snapshot=snapshot)
     critic = reviewer(username="rita")

@@ -1,5 +1,5 @@
 """Calibration where decisions are made: figures and flags as columns, filters and sorting of the task list and
-the review queue, provisional while llm criteria are pending (tasks_app.selectors_calibration)."""
+the review queue, provisional while llm criteria are pending (tasks_app.calibration.selectors)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pytest
 from django.urls import reverse
 
 from rubrics_app.models import JudgeConfig, ModelEndpoint
+from tasks_app.calibration.selectors import GATE_FLAGS, tasks_calibrated, with_cells
 from tasks_app.models import Task, TaskCalibration
-from tasks_app.selectors_calibration import GATE_FLAGS, tasks_calibrated, with_cells
 from tests.tasks_app.factories import RESPONSE_CRITERION, WorldSnapshotFactory, admin, reviewer, task_in_review
 from trainer_bridge import splits
 

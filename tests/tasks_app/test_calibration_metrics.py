@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tasks_app.calibration_metrics import (
+from tasks_app.calibration.metrics import (
     calibrated_difficulty,
     calibration_flags,
     criterion_pass_rates,

@@ -7,9 +7,9 @@ from django.urls import reverse
 
 from corecraft_site.llm.scripted_server import Reply, ScriptedLLMServer
 from rubrics_app.models import JudgeConfig, ModelEndpoint, Verdict, VerdictLabel
-from tasks_app.calibration_metrics import task_calibration_update
+from tasks_app.calibration.metrics import task_calibration_update
+from tasks_app.calibration.services.calibration import calibration_run_create
 from tasks_app.models import CalibrationItem, CalibrationRun, Rollout, Task, TaskStatus
-from tasks_app.services.calibration import calibration_run_create
 from tests.factories import small_world
 from tests.tasks_app.factories import admin, author, reviewer, task_make, user_in
 from world_app.episodes import episode_close, episode_create

@@ -17,16 +17,8 @@ from django.db import IntegrityError, connection, transaction
 
 from corecraft_site.llm.scripted_server import Fault, Reply, ScriptedLLMServer
 from rubrics_app.models import JudgeConfig
-from tasks_app.models import (
-    CalibrationItem,
-    CalibrationItemStatus,
-    CalibrationRunStatus,
-    Rollout,
-    RolloutStatus,
-    TaskCalibration,
-)
-from tasks_app.rollouts.policies import perturbation_keys
-from tasks_app.services.calibration import (
+from tasks_app.calibration.rollouts.policies import perturbation_keys
+from tasks_app.calibration.services.calibration import (
     EXECUTE_LOCK,
     calibration_item_execute,
     calibration_item_judge,
@@ -37,6 +29,14 @@ from tasks_app.services.calibration import (
     calibration_run_progress,
     calibration_run_resume,
     calibration_run_start,
+)
+from tasks_app.models import (
+    CalibrationItem,
+    CalibrationItemStatus,
+    CalibrationRunStatus,
+    Rollout,
+    RolloutStatus,
+    TaskCalibration,
 )
 from tests.tasks_app.factories import reviewer
 from tests.tasks_app.rollout_helpers import backorder_task, endpoint_make, solving_script, world_make
@@ -185,7 +185,7 @@ def test_a_rollout_left_running_by_a_dead_worker_is_run_again_in_a_new_episode(t
     run = calibration_run_create(name="redo", versions=two_versions[:1], policies=["reference"])
     item = run.items.get()
     # A worker claimed the item, made its rollout and an episode, then died.
-    from tasks_app.rollouts.execute import rollout_create
+    from tasks_app.calibration.rollouts.execute import rollout_create
 
     rollout = rollout_create(version=item.version, policy="reference", run=run, item=item)
     leftover = episode_create(snapshot=item.version.snapshot, label="dead attempt")
@@ -300,8 +300,8 @@ def test_the_calibrate_command_prints_a_json_summary(world, two_versions):
 def test_the_red_team_policy_plays_every_policy_flags_the_task_stores_its_gate_and_ends_with_one_json_line(
     world, two_versions
 ):
+    from tasks_app.calibration.rollouts.policies import red_team_keys
     from tasks_app.models import RubricGate
-    from tasks_app.rollouts.policies import red_team_keys
 
     version = two_versions[0]
     keys = red_team_keys(version)
@@ -330,9 +330,9 @@ def test_the_red_team_policy_plays_every_policy_flags_the_task_stores_its_gate_a
 
 
 def test_a_red_team_run_is_planned_from_the_current_gate_and_without_one_from_a_replay(two_versions):
-    from tasks_app.rollouts.policies import red_team_keys
-    from tasks_app.services.calibration import calibration_run_create
-    from tasks_app.services.gates import rubric_gate_ensure
+    from tasks_app.calibration.rollouts.policies import red_team_keys
+    from tasks_app.calibration.services.calibration import calibration_run_create
+    from tasks_app.calibration.services.gates import rubric_gate_ensure
 
     version = two_versions[0]
     replayed = red_team_keys(version)

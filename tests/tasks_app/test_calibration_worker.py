@@ -11,6 +11,11 @@ import uuid
 import pytest
 
 from corecraft_site.llm.scripted_server import ScriptedLLMServer
+from tasks_app.calibration.services.calibration import (
+    calibration_run_create,
+    calibration_run_progress,
+    calibration_run_start,
+)
 from tasks_app.models import (
     CalibrationItemStatus,
     CalibrationRunStatus,
@@ -18,7 +23,6 @@ from tasks_app.models import (
     RolloutStatus,
     TaskCalibration,
 )
-from tasks_app.services.calibration import calibration_run_create, calibration_run_progress, calibration_run_start
 from tests.processes import ROOT, app_process_env
 from tests.tasks_app.rollout_helpers import backorder_task, endpoint_make, solving_script, world_make
 from world_app.models import Episode

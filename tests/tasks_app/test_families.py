@@ -11,18 +11,18 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from tasks_app.families import FAMILIES, family_instantiate, family_tasks_load
-from tasks_app.families.base import BRANCH_SHARE_MAX, branch_cap
-from tasks_app.models import Task, TaskStatus
-from tasks_app.perturbations import SnapshotReplay, rubric_check
-from tasks_app.red_team import red_team_check
-from tasks_app.services.task_library import (
+from tasks_app.library.families import FAMILIES, family_instantiate, family_tasks_load
+from tasks_app.library.families.base import BRANCH_SHARE_MAX, branch_cap
+from tasks_app.library.services.task_library import (
     entities_missing,
     entity_ids_named,
     library_task_validate,
     starter_tasks_read,
 )
-from tasks_app.similarity import NEAR_DUPLICATE_THRESHOLD, most_similar, near_duplicate_pairs
+from tasks_app.library.similarity import NEAR_DUPLICATE_THRESHOLD, most_similar, near_duplicate_pairs
+from tasks_app.models import Task, TaskStatus
+from tasks_app.perturbations import SnapshotReplay, rubric_check
+from tasks_app.red_team import red_team_check
 from world_app.snapshots import snapshot_publish
 
 pytestmark = pytest.mark.django_db(databases=["default", "episode"])

@@ -1,4 +1,5 @@
-"""The library's figures (tasks_app.services.library_stats): what a reference needs, measured by replaying it."""
+"""The library's figures (tasks_app.library.services.library_stats): what a reference needs, measured by replaying
+it."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ import pytest
 import yaml
 from django.core.management import call_command
 
-from tasks_app.families.base import BRANCH_SHARE_MAX, FamilyInstance, branch_cap, branches_balanced
+from tasks_app.library.families.base import BRANCH_SHARE_MAX, FamilyInstance, branch_cap, branches_balanced
+from tasks_app.library.services.library_stats import TaskShape, shapes_figures, task_shape
 from tasks_app.perturbations import SnapshotReplay
-from tasks_app.services.library_stats import TaskShape, shapes_figures, task_shape
 from world_app.models import Order
 from world_app.snapshots import snapshot_publish
 

@@ -11,11 +11,11 @@ from django.core.exceptions import ValidationError
 from corecraft_site.llm.scripted_server import Reply, ScriptedLLMServer, ScriptedToolCall
 from rubrics_app.endpoints import endpoint_client
 from rubrics_app.judgement import Trajectory, rubric_of, trajectory_judge
+from tasks_app.calibration.rollouts import rollout_create, rollout_execute
+from tasks_app.library.services.task_library import library_task_validate
 from tasks_app.models import RolloutPolicy, RolloutStatus
 from tasks_app.perturbations import SnapshotReplay
 from tasks_app.red_team import red_team_check
-from tasks_app.rollouts import rollout_create, rollout_execute
-from tasks_app.services.task_library import library_task_validate
 from tests.tasks_app.factories import task_make
 from tests.tasks_app.rollout_helpers import RecordedSleep, endpoint_make, world_make
 
@@ -103,7 +103,7 @@ def run_model(server, version):
 
 
 def test_the_version_keeps_its_simulated_user_and_the_hash_of_a_version_without_one_is_unchanged(world, version):
-    from tasks_app.services.tasks import _version_hash
+    from tasks_app.authoring.services.tasks import _version_hash
 
     assert version.simulated_user["facts"][0]["key"] == "order_number"
     fields = {name: getattr(version, name) for name in ("title", "task_type", "difficulty", "family", "tags",
@@ -197,7 +197,7 @@ def test_the_red_team_gate_on_a_multi_turn_task(world, version):
 
 
 def test_the_gate_of_a_version_is_computed_with_its_user(world, version):
-    from tasks_app.services.gates import gate_key, rubric_gate_compute
+    from tasks_app.calibration.services.gates import gate_key, rubric_gate_compute
 
     gate = rubric_gate_compute(version=version)
     assert gate.passes, (gate.gameable, gate.over_specified)
@@ -247,7 +247,7 @@ def test_the_yaml_carries_the_scripted_user_and_refuses_a_bad_one():
 
 
 def test_task_stats_count_a_task_whose_question_is_needed(world):
-    from tasks_app.services.library_stats import task_shape
+    from tasks_app.library.services.library_stats import task_shape
 
     order = world.order.pk
     task = {"key": "k", "criteria": criteria(order), "instruction": "i", "solution": reference(order)}

@@ -9,9 +9,8 @@ from django.contrib.auth.models import AnonymousUser
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.utils import timezone
 
-from tasks_app.models import Task
-from tasks_app.services.reference_solution import reference_solution_run
-from tasks_app.services.reviews import (
+from tasks_app.authoring.services.reference_solution import reference_solution_run
+from tasks_app.authoring.services.reviews import (
     comment_add,
     review_approve,
     review_claim,
@@ -19,7 +18,8 @@ from tasks_app.services.reviews import (
     review_release,
     review_request_changes,
 )
-from tasks_app.services.tasks import task_create, task_retire, task_submit_for_review, task_update
+from tasks_app.authoring.services.tasks import task_create, task_retire, task_submit_for_review, task_update
+from tasks_app.models import Task
 from tests.tasks_app.factories import (
     WorldSnapshotFactory,
     admin,

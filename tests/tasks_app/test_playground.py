@@ -8,8 +8,8 @@ import pytest
 from django.test import override_settings
 from django.urls import reverse
 
+from tasks_app.authoring.services.tasks import task_update
 from tasks_app.models import ReferenceRun, Task, TaskStatus
-from tasks_app.services.tasks import task_update
 from tests.conftest import TEST_WORLD_NOW
 from tests.tasks_app.factories import admin, author, reviewer, task_make
 from world_app.models import Episode, EpisodeStep, Order

@@ -7,10 +7,10 @@ from types import SimpleNamespace
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 
+from tasks_app.authoring.selectors import reference_run_latest
+from tasks_app.authoring.services.reference_solution import reference_solution_run
+from tasks_app.authoring.services.tasks import task_submit_for_review, task_update
 from tasks_app.models import ReferenceRun
-from tasks_app.selectors import reference_run_latest
-from tasks_app.services.reference_solution import reference_solution_run
-from tasks_app.services.tasks import task_submit_for_review, task_update
 from tests.factories import small_world
 from tests.tasks_app.factories import reviewer, task_make
 from world_app.models import Episode, EpisodeStep, Order

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from tasks_app.authoring.services.reviews import review_claim
 from tasks_app.models import Review, Task, TaskStatus
-from tasks_app.services.reviews import review_claim
 from tests.tasks_app.factories import WorldSnapshotFactory, reviewer, task_in_review
 
 pytestmark = pytest.mark.django_db
@@ -72,7 +72,7 @@ def test_bulk_approve_goes_through_the_gate_and_bulk_return_needs_a_comment(clie
 
 
 def test_a_comment_on_a_criterion_shows_in_the_editor_on_that_criterion_until_resolved(client):
-    from tasks_app.services.reviews import comment_add, review_request_changes
+    from tasks_app.authoring.services.reviews import comment_add, review_request_changes
 
     task = task_in_review(snapshot=WorldSnapshotFactory())
     who = reviewer()

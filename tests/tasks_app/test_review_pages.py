@@ -12,9 +12,9 @@ import pytest
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 
+from tasks_app.authoring.services.reviews import comment_add, review_claim, review_request_changes
+from tasks_app.authoring.services.tasks import task_submit_for_review, task_update
 from tasks_app.models import Comment, Criterion, Review, Task, TaskStatus
-from tasks_app.services.reviews import comment_add, review_claim, review_request_changes
-from tasks_app.services.tasks import task_submit_for_review, task_update
 from tests.tasks_app.factories import (
     LLM_CRITERION,
     RESPONSE_CRITERION,

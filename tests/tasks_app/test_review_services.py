@@ -10,8 +10,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import connection
 from django.utils import timezone
 
-from tasks_app.models import Review, Task, TaskStatus
-from tasks_app.services.reviews import (
+from tasks_app.authoring.services.reviews import (
     ClaimUnavailable,
     GateRefused,
     comment_add,
@@ -22,7 +21,8 @@ from tasks_app.services.reviews import (
     review_release,
     review_request_changes,
 )
-from tasks_app.services.tasks import task_submit_for_review, task_update
+from tasks_app.authoring.services.tasks import task_submit_for_review, task_update
+from tasks_app.models import Review, Task, TaskStatus
 from tests.tasks_app.factories import admin, author, gate_stored, reviewer, task_in_review, task_make
 
 pytestmark = pytest.mark.django_db
@@ -188,8 +188,8 @@ def test_a_passing_gate_is_recorded_on_the_review_without_a_reason():
 def test_the_gate_is_computed_by_the_red_team_on_the_snapshot_and_stored(seeded_world):
     """A task with one weak criterion and no reference solution (approvable in three clicks before the gate) is
     refused by a real red-team run, and the result is kept per (version, snapshot)."""
+    from tasks_app.calibration.services.gates import gate_checklist, rubric_gate_current
     from tasks_app.models import RubricGate
-    from tasks_app.services.gates import gate_checklist, rubric_gate_current
     from world_app.snapshots import snapshot_publish
 
     snapshot = snapshot_publish(note="gate")

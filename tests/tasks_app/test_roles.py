@@ -13,7 +13,7 @@ from django.core.management.sql import emit_post_migrate_signal
 from django.urls import reverse
 
 from corecraft_site.roles import ADMIN, AUTHOR, REVIEWER
-from tasks_app.services import DEMO_LOGINS, demo_users_ensure, role_permissions_sync
+from tasks_app.role_grants import DEMO_LOGINS, demo_users_ensure, role_permissions_sync
 from tests.world_app.admin_fixtures import CPU_SPECS, form_data, small_world
 from world_app.models import WORLD_MODELS, Product
 

@@ -1,4 +1,4 @@
-"""Moving a rubric onto the primitives that measure what they say (tasks_app.rubric_hardening): each conversion,
+"""Moving a rubric onto the primitives that measure what they say (tasks_app.library.rubric_hardening): each conversion,
 the added criteria and the weights, on a reference, its results and its diff."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from types import SimpleNamespace
 
 from rubrics_app.criteria import criteria_validate, criterion_content_hash
 from rubrics_app.programmatic import calls_as_steps, response_verdict, state_verdict, tool_call_verdict
+from tasks_app.library.rubric_hardening import FACT_SHARE, criteria_harden
 from tasks_app.perturbations import drop_facts
 from tasks_app.red_team import answer_reformatted, answer_reworded
-from tasks_app.rubric_hardening import FACT_SHARE, criteria_harden
 
 ANSWER = (
     "Hi Christopher, your return on order ord-250906-001 is accepted. Your refund is $117.76; a 15% restocking "
@@ -166,7 +166,7 @@ def test_a_number_on_a_count_or_a_money_text_is_bound_to_what_it_counts():
 
 
 def test_guards_stay_required_but_carry_at_most_their_share_of_the_weight():
-    from tasks_app.rubric_hardening import GUARD_SHARE, is_guard
+    from tasks_app.library.rubric_hardening import GUARD_SHARE, is_guard
 
     out = harden([criterion("response", "Says it was opened", {"op": "regex", "value": "opened"}),
                   criterion("tool_call", "No cancellation", {"tool": "update_order_status", "expect": "not_called"},

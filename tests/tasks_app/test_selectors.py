@@ -9,10 +9,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from tasks_app.authoring.selectors import author_queue, review_queue, task_history, task_version_diff, work_counts
+from tasks_app.authoring.services.reviews import comment_add, review_claim, review_request_changes
+from tasks_app.authoring.services.tasks import task_update
 from tasks_app.models import Task
-from tasks_app.selectors import author_queue, review_queue, task_history, task_version_diff, work_counts
-from tasks_app.services.reviews import comment_add, review_claim, review_request_changes
-from tasks_app.services.tasks import task_update
 from tests.tasks_app.factories import admin, author, reviewer, task_in_review, task_make
 
 pytestmark = pytest.mark.django_db

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tasks_app.similarity import (
+from tasks_app.library.similarity import (
     NEAR_DUPLICATE_THRESHOLD,
     instruction_fingerprint,
     jaccard,

@@ -7,9 +7,7 @@ from collections import Counter
 
 import pytest
 
-from tasks_app.models import Task, TaskStatus
-from tasks_app.perturbations import SnapshotReplay, rubric_check
-from tasks_app.services.task_library import (
+from tasks_app.library.services.task_library import (
     STARTER_DIR,
     entities_missing,
     entity_ids_named,
@@ -17,7 +15,9 @@ from tasks_app.services.task_library import (
     starter_tasks_read,
     task_library_load,
 )
-from tasks_app.similarity import near_duplicate_pairs
+from tasks_app.library.similarity import near_duplicate_pairs
+from tasks_app.models import Task, TaskStatus
+from tasks_app.perturbations import SnapshotReplay, rubric_check
 from world_app.snapshots import snapshot_publish
 
 MINIMUM_PER_TYPE = {"information_retrieval": 30, "communication": 30, "reasoning": 30, "multi_step_workflow": 40}

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from tasks_app.authoring.services.reviews import comment_add
 from tasks_app.models import Comment, Criterion, ReferenceRun, Review, Task, TaskStatus, TaskVersion
-from tasks_app.services.reviews import comment_add
 from tests.tasks_app.factories import admin, author, reviewer, task_in_review
 
 pytestmark = pytest.mark.django_db

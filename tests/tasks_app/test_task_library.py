@@ -11,15 +11,15 @@ import yaml
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from tasks_app.models import Review, Task, TaskStatus
-from tasks_app.services.task_library import (
+from tasks_app.authoring.services.tasks import task_update
+from tasks_app.library.services.task_library import (
     LIBRARY_AUTHOR,
     LIBRARY_REVIEWER,
     TaskLibraryError,
     task_library_load,
     task_library_stats,
 )
-from tasks_app.services.tasks import task_update
+from tasks_app.models import Review, Task, TaskStatus
 from tests.tasks_app.factories import WorldSnapshotFactory, admin
 
 pytestmark = pytest.mark.django_db
@@ -70,7 +70,7 @@ def red_team_passes(monkeypatch, request):
     ``real_gate``, read a gate file or play the real red team."""
     if "real_gate" in request.keywords:
         return
-    from tasks_app.services import gates
+    from tasks_app.calibration.services import gates
     from tests.tasks_app.factories import gate_stored
 
     monkeypatch.setattr(gates, "rubric_gate_compute", lambda *, version, replay=None: gate_stored(version))
@@ -203,7 +203,7 @@ def test_load_tasks_and_task_stats_commands(tmp_path, snapshot):
 
 
 def test_entity_ids_named_finds_world_ids_but_not_tool_made_ids_or_patterns():
-    from tasks_app.services.task_library import entity_ids_named
+    from tasks_app.library.services.task_library import entity_ids_named
 
     named = entity_ids_named(
         {
@@ -216,8 +216,8 @@ def test_entity_ids_named_finds_world_ids_but_not_tool_made_ids_or_patterns():
 
 
 def test_a_task_sent_back_by_a_reviewer_is_not_approved_over_the_objection(tmp_path, snapshot):
-    from tasks_app.services.reviews import review_claim, review_request_changes
-    from tasks_app.services.tasks import task_submit_for_review
+    from tasks_app.authoring.services.reviews import review_claim, review_request_changes
+    from tasks_app.authoring.services.tasks import task_submit_for_review
 
     write(tmp_path, TASK)
     task_library_load(path=tmp_path, snapshot=snapshot, status="draft")
@@ -237,8 +237,8 @@ def test_a_task_sent_back_by_a_reviewer_is_not_approved_over_the_objection(tmp_p
 
 def gate_file_entries(path: Path, snapshot, *, passes: bool) -> dict:
     """A gate file's entries for the tasks under ``path`` on ``snapshot``, under their keys."""
-    from tasks_app.services.gates import gate_entry, gate_key_of
-    from tasks_app.services.task_library import starter_tasks_read
+    from tasks_app.calibration.services.gates import gate_entry, gate_key_of
+    from tasks_app.library.services.task_library import starter_tasks_read
 
     gameable = [] if passes else [{"policy": "dump", "why": "passes: no required criterion fails it",
                                    "criteria": ["Gives the tracking number."]}]  # fmt: skip
@@ -253,8 +253,8 @@ def gate_file_entries(path: Path, snapshot, *, passes: bool) -> dict:
 
 @pytest.mark.real_gate
 def test_a_version_the_gate_refuses_stays_in_review_with_the_reason_until_an_admin_approves_over_it(tmp_path, snapshot):
-    from tasks_app.services.gates import rubric_gate_current
-    from tasks_app.services.reviews import review_approve, review_claim
+    from tasks_app.authoring.services.reviews import review_approve, review_claim
+    from tasks_app.calibration.services.gates import rubric_gate_current
 
     write(tmp_path, TASK)
     refusing = gate_file_entries(tmp_path, snapshot, passes=False)
@@ -303,8 +303,8 @@ def test_a_stale_or_foreign_gate_is_computed_again_never_trusted(tmp_path, seede
     """An entry of the gate file under another key (another snapshot, another gate code) is never looked up, and a
     stored gate whose key is not the version's current one is stale: the real red team decides, and refuses a
     task a no-call reply passes."""
-    from tasks_app.services.gates import gate_entry, gate_key, rubric_gate_current
-    from tasks_app.services.task_library import starter_tasks_read
+    from tasks_app.calibration.services.gates import gate_entry, gate_key, rubric_gate_current
+    from tasks_app.library.services.task_library import starter_tasks_read
     from world_app.snapshots import snapshot_publish
 
     snapshot = snapshot_publish(note="library gate")

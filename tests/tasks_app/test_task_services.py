@@ -8,9 +8,9 @@ import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import connection
 
+from tasks_app.authoring.selectors import task_version_diff
+from tasks_app.authoring.services.tasks import TaskConflict, task_retire, task_submit_for_review, task_update
 from tasks_app.models import Criterion, TaskStatus, TaskVersion
-from tasks_app.selectors import task_version_diff
-from tasks_app.services.tasks import TaskConflict, task_retire, task_submit_for_review, task_update
 from tests.tasks_app.factories import LLM_CRITERION, admin, author, reviewer, task_make
 
 pytestmark = pytest.mark.django_db

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import ValidationError
 
+from tasks_app.authoring.services.tasks import task_update
 from tasks_app.models import Task, TaskCalibration
-from tasks_app.services.tasks import task_update
 from trainer_bridge.models import ReleaseRow, ReleaseStatus
 from trainer_bridge.selectors import release_compare, release_row_get, release_row_payload
 from trainer_bridge.services import release_create, release_freeze, release_preview, sha256_of

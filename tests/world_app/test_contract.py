@@ -11,7 +11,7 @@ from rest_framework.test import APIClient
 
 from corecraft_site.llm.scripted_server import Reply, ScriptedLLMServer
 from rubrics_app.models import ModelEndpoint
-from tasks_app.rollouts.execute import rollout_create, rollout_execute
+from tasks_app.calibration.rollouts.execute import rollout_create, rollout_execute
 from tests.tasks_app.rollout_helpers import backorder_task, world_make
 from tests.trainer_bridge.trainer_fixtures import trainer_world_make
 from trainer_bridge.exports import export_write

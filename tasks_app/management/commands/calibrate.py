@@ -12,6 +12,12 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from rubrics_app.models import JudgeConfig, ModelEndpoint
+from tasks_app.calibration.services.calibration import (
+    calibration_run_create,
+    calibration_run_execute_inline,
+    calibration_run_progress,
+    calibration_run_start,
+)
 from tasks_app.models import (
     CalibrationRun,
     CalibrationRunStatus,
@@ -20,12 +26,6 @@ from tasks_app.models import (
     Task,
     TaskCalibration,
     TaskStatus,
-)
-from tasks_app.services.calibration import (
-    calibration_run_create,
-    calibration_run_execute_inline,
-    calibration_run_progress,
-    calibration_run_start,
 )
 
 POLICY_ALIASES = {
@@ -152,7 +152,7 @@ def red_team_run_summary(run: CalibrationRun, *, seconds: float | None = None) -
     """Per red-team policy kind over the run's tasks: must_fail or must_pass, the share of tasks passed and the
     mean partial reward (llm criteria pending unless the run has a judge), from the run's red_team rollouts
     (judged in real episodes); and how many tasks pass the gate, are gameable, are over-specified."""
-    from tasks_app.calibration_metrics import red_team_outcomes
+    from tasks_app.calibration.metrics import red_team_outcomes
     from tasks_app.red_team import REFERENCE, RedTeamReport, red_team_flags, red_team_summary
 
     by_version: dict[int, list[Rollout]] = defaultdict(list)

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from tasks_app.services import DEMO_LOGINS, demo_users_ensure
+from tasks_app.role_grants import DEMO_LOGINS, demo_users_ensure
 
 
 class Command(BaseCommand):

@@ -5,8 +5,8 @@ import re
 import yaml
 from django.core.management.base import BaseCommand
 
-from tasks_app.rubric_hardening import criteria_reharden
-from tasks_app.services.task_library import STARTER_DIR, starter_files
+from tasks_app.library.rubric_hardening import criteria_reharden
+from tasks_app.library.services.task_library import STARTER_DIR, starter_files
 
 _TOP_KEY = re.compile(r"^[A-Za-z_]+:", re.M)
 
@@ -24,8 +24,9 @@ def criteria_block_replace(text: str, criteria: list[dict]) -> str:
 
 class Command(BaseCommand):
     help = (
-        "Apply tasks_app.rubric_hardening again to the starter files' criteria (the conversions and weights that "
-        "need only the reference answer): prints the files it would change; --write rewrites their criteria block."
+        "Apply tasks_app.library.rubric_hardening again to the starter files' criteria (the conversions and "
+        "weights that need only the reference answer): prints the files it would change; --write rewrites their "
+        "criteria block."
     )
 
     def add_arguments(self, parser) -> None:

@@ -4,8 +4,8 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from tasks_app.services.library_stats import library_stats
-from tasks_app.services.task_library import TaskLibraryError, task_library_stats
+from tasks_app.library.services.library_stats import library_stats
+from tasks_app.library.services.task_library import TaskLibraryError, task_library_stats
 
 
 class Command(BaseCommand):
@@ -13,7 +13,7 @@ class Command(BaseCommand):
         "Counts of tasks per type, status, family, difficulty and source (starter files, families, the studio), and "
         "the library's figures measured on the latest snapshot (what each reference needs: calls, joins, paging, "
         "writes, judgements, dates; ids handed over; communication criteria; family branch balance), starter files "
-        "and families apart. Definitions: tasks_app/services/library_stats.py."
+        "and families apart. Definitions: tasks_app/library/services/library_stats.py."
     )
 
     def add_arguments(self, parser) -> None:

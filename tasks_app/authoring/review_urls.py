@@ -1,0 +1,23 @@
+"""Review pages: the queue, claims, decisions, comments, the author's own queue."""
+
+from django.urls import path
+
+from tasks_app.authoring.views import review
+
+app_name = "review"
+
+urlpatterns = [
+    path("", review.queue, name="queue"),
+    path("mine/", review.mine, name="mine"),
+    path("next/", review.next_item, name="next"),
+    path("claim-next/", review.claim_next, name="claim_next"),
+    path("bulk/", review.bulk_decide, name="bulk"),
+    path("tasks/<int:task_id>/", review.task_page, name="task"),
+    path("tasks/<int:task_id>/claim/", review.claim, name="claim"),
+    path("tasks/<int:task_id>/release/", review.release, name="release"),
+    path("tasks/<int:task_id>/decide/", review.decide, name="decide"),
+    path("tasks/<int:task_id>/gate/", review.gate_check, name="gate"),
+    path("tasks/<int:task_id>/comments/", review.comment_create, name="comment"),
+    path("tasks/<int:task_id>/diff/<int:a>/<int:b>/", review.diff, name="diff"),
+    path("comments/<int:comment_id>/resolve/", review.comment_resolve_view, name="comment_resolve"),
+]

@@ -1,0 +1,1 @@
+"""Writes of authoring and review: tasks and versions, reviews and comments, bulk decisions, reference runs."""

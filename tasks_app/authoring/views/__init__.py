@@ -1,0 +1,1 @@
+"""Pages of authoring and review: the editor (authoring.py), the playground (playground.py), review (review.py)."""

@@ -1,0 +1,1 @@
+"""Writes of calibration: runs and their items (calibration.py), the red team's stored gates (gates.py)."""
