@@ -313,6 +313,32 @@ def says_pattern(text: str, pattern: str, **kw) -> dict:
     return criterion("response", text, {"op": "regex", "value": pattern}, **{"category": "correctness", **kw})
 
 
+def remorse_refund_state(order_id: str, amount: Decimal, fee: Decimal, *, item: str = "") -> list[dict]:
+    """The two state criteria of a change-of-mind return's refund: a customer_remorse refund of ``amount`` on the
+    order (required), and its restocking fee (not required). ``item`` names the product in the first text."""
+    on = f" for the {item}" if item else ""
+    return [
+        state(
+            f"A customer_remorse refund of {dollars(amount)}{on} exists on order {order_id}.",
+            "refund",
+            {"payment__order": order_id, "reason": "customer_remorse"},
+            "eq",
+            field="amount",
+            value=str(amount),
+        ),
+        state(
+            f"The refund's restocking fee is {dollars(fee)}.",
+            "refund",
+            {"payment__order": order_id},
+            "eq",
+            field="restocking_fee",
+            value=str(fee),
+            weight=1,
+            required=False,
+        ),
+    ]
+
+
 def says_number(text: str, value: Decimal | float | str, **kw) -> dict:
     spec = {"op": "number", "value": str(value), "tolerance": 0.01}
     return criterion("response", text, spec, **{"category": "correctness", "weight": 2, **kw})

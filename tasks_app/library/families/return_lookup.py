@@ -36,6 +36,7 @@ from .base import (
     dollars,
     long_date,
     pick,
+    remorse_refund_state,
     reply_tone,
     says,
     says_number,
@@ -201,24 +202,7 @@ class ReturnLookupFamily(Family):
                 "refundable. It completes once the item is back at our warehouse and inspected."
             )
             criteria = [
-                state(
-                    f"A customer_remorse refund of {dollars(amount)} for the {product} exists on order {order.id}.",
-                    "refund",
-                    {"payment__order": order.id, "reason": "customer_remorse"},
-                    "eq",
-                    field="amount",
-                    value=str(amount),
-                ),
-                state(
-                    f"The refund's restocking fee is {dollars(fee)}.",
-                    "refund",
-                    {"payment__order": order.id},
-                    "eq",
-                    field="restocking_fee",
-                    value=str(fee),
-                    weight=1,
-                    required=False,
-                ),
+                *remorse_refund_state(order.id, amount, fee, item=product),
                 says_number(f"The reply states the refund amount ({dollars(amount)}).", amount, required=True),
                 says(f"The reply names the order it found ({order.id}).", order.id, weight=1, required=True),
                 fee_criterion,

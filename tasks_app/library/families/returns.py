@@ -26,6 +26,7 @@ from .base import (
     dollars,
     long_date,
     pick,
+    remorse_refund_state,
     reply_tone,
     says_number,
     says_pattern,
@@ -157,24 +158,7 @@ class ReturnRequestFamily(Family):
                 "The refund is completed once the item arrives back at our warehouse and is inspected."
             )
             criteria = [
-                state(
-                    f"A customer_remorse refund of {dollars(amount)} exists on order {order.id}.",
-                    "refund",
-                    {"payment__order": order.id, "reason": "customer_remorse"},
-                    "eq",
-                    field="amount",
-                    value=str(amount),
-                ),
-                state(
-                    f"The refund's restocking fee is {dollars(fee)}.",
-                    "refund",
-                    {"payment__order": order.id},
-                    "eq",
-                    field="restocking_fee",
-                    value=str(fee),
-                    weight=1,
-                    required=False,
-                ),
+                *remorse_refund_state(order.id, amount, fee),
                 says_number(f"The reply states the refund amount ({dollars(amount)}).", amount, required=True),
                 fee_criterion,
                 tone,
