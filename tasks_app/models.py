@@ -464,3 +464,25 @@ class RubricGate(models.Model):
 
     def __str__(self) -> str:
         return f"gate of {self.version}: {'passes' if self.passes else 'refused'}"
+
+
+class SavedFilterPage(models.TextChoices):
+    REVIEW_QUEUE = "review_queue", "Review queue"
+
+
+class SavedFilter(models.Model):
+    """A person's named filters and order of a list page (the review queue), opened again in one click."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="saved_filters")
+    page = models.CharField(max_length=40, choices=SavedFilterPage.choices)
+    name = models.CharField(max_length=80)
+    query = models.CharField(max_length=1000, blank=True, help_text="The page's query string: its filters and order.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["user", "page", "name"], name="saved_filter_unique_name")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.get_page_display()})"

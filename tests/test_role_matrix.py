@@ -76,6 +76,9 @@ MATRIX: dict[str, list[tuple[str, str, str]]] = {
     "review:next": [("GET", "/review/next/?after={review}", "302 403 403 302 302 302 302 302 302")],
     "review:claim_next": [("POST", "/review/claim-next/", "302 403 403 302 302 302 302 302 302")],
     "review:bulk": [("POST", "/review/bulk/", "302 403 403 302 302 302 302 302 302")],
+    # A save without a name is refused with the queue and a field error (400); deleting a filter not yours, 404.
+    "review:filter_save": [("POST", "/review/filters/", "302 403 403 400 400 302 302 302 302")],
+    "review:filter_delete": [("POST", "/review/filters/{missing}/delete/", "302 403 403 404 404 302 302 302 302")],
     "review:task": [
         ("GET", "/review/tasks/{held}/", "302 403 403 403 200 302 302 302 302"),
         ("GET", "/review/tasks/{review}/", "302 403 403 200 200 302 302 302 302"),

@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from tasks_app.models import Task
+from tasks_app.models import SavedFilter, Task
 
 
 def _open_to(user) -> Q:
@@ -30,3 +30,8 @@ def review_queue_neighbour(*, queue: QuerySet[Task], user, after: int | None, st
 def review_queue_first_free(*, queue: QuerySet[Task], user) -> Task | None:
     """The first item of ``queue`` nobody else holds (the one "claim next" takes)."""
     return queue.filter(_open_to(user)).first()
+
+
+def saved_filters_of(*, user, page: str) -> list:
+    """``user``'s saved filters of a list page, by name."""
+    return list(SavedFilter.objects.filter(user=user, page=page).order_by("name"))

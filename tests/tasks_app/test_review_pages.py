@@ -116,6 +116,63 @@ def test_queue_filters_by_type_author_and_age_and_htmx_gets_only_the_table(clien
     assert "<html" not in body and page_url(reasoning) in body
 
 
+def test_saved_filters_keep_the_queues_filters_under_a_name_and_open_them_again(client, snapshot):
+    from tasks_app.models import SavedFilter
+
+    me, other = reviewer(username="rita"), reviewer(username="otto")
+    reasoning = task_in_review(title="Reasoning one", task_type="reasoning", snapshot=snapshot)
+    plain = task_in_review(title="Plain one", snapshot=snapshot)
+    client.force_login(me)
+    queue_url = reverse("review:queue")
+
+    # The htmx table carries the save form with the filters now shown (it is swapped on every filter change).
+    table = client.get(queue_url, {"type": "reasoning", "sort": "bogus"}, **HTMX).content.decode()
+    assert 'name="query" value="type=reasoning"' in table
+
+    # Saved through the queue's own filters: an unknown key and an invalid value are left out.
+    saved = client.post(
+        reverse("review:filter_save"), {"name": "  My   reasoning ", "query": "type=reasoning&sort=bogus&x=1&page=3"}
+    )
+    assert saved.status_code == 302 and saved["Location"] == f"{queue_url}?type=reasoning"
+    row = SavedFilter.objects.get(user=me)
+    assert (row.name, row.page, row.query) == ("My reasoning", "review_queue", "type=reasoning")
+
+    page = client.get(queue_url).content.decode()
+    assert f'href="{queue_url}?type=reasoning">My reasoning</a>' in page
+    opened = client.get(f"{queue_url}?{row.query}").content.decode()
+    assert page_url(reasoning) in opened and page_url(plain) not in opened
+
+    # The same name again updates it; nobody else sees it or can delete it.
+    client.post(reverse("review:filter_save"), {"name": "My reasoning", "query": "type=communication"})
+    assert list(SavedFilter.objects.filter(user=me).values_list("query", flat=True)) == ["type=communication"]
+    client.force_login(other)
+    assert ">My reasoning</a>" not in client.get(queue_url).content.decode()
+    assert client.post(reverse("review:filter_delete", args=[row.pk])).status_code == 404
+    client.force_login(me)
+    assert client.post(reverse("review:filter_delete", args=[row.pk])).status_code == 302
+    assert not SavedFilter.objects.exists()
+
+
+def test_a_saved_filter_without_a_name_is_a_field_error_and_keeps_the_filters(client, snapshot):
+    from tasks_app.authoring.services.saved_filters import SAVED_FILTERS_PER_PAGE
+    from tasks_app.models import SavedFilter
+
+    me = reviewer()
+    task_in_review(title="Reasoning one", task_type="reasoning", snapshot=snapshot)
+    client.force_login(me)
+    refused = client.post(reverse("review:filter_save"), {"name": "   ", "query": "type=reasoning"})
+    assert refused.status_code == 400
+    html = refused.content.decode()
+    assert "Give the filters a name." in html and 'name="query" value="type=reasoning"' in html
+    assert not SavedFilter.objects.exists()
+
+    for n in range(SAVED_FILTERS_PER_PAGE):
+        SavedFilter.objects.create(user=me, page="review_queue", name=f"f{n:02d}", query="")
+    full = client.post(reverse("review:filter_save"), {"name": "one more", "query": ""})
+    assert full.status_code == 400 and "delete one first" in full.content.decode()
+    assert client.post(reverse("review:filter_save"), {"name": "f03", "query": "age=2"}).status_code == 302
+
+
 def test_queue_bad_filters_are_field_errors_not_500(client, snapshot):
     task_in_review(snapshot=snapshot)
     client.force_login(reviewer())

@@ -35,7 +35,7 @@ from tasks_app.authoring.selectors import (
     task_history,
     task_version_diff,
 )
-from tasks_app.authoring.selectors_review import review_queue_first_free, review_queue_neighbour
+from tasks_app.authoring.selectors_review import review_queue_first_free, review_queue_neighbour, saved_filters_of
 from tasks_app.authoring.services.review_bulk import review_bulk_decide
 from tasks_app.authoring.services.reviews import (
     ClaimUnavailable,
@@ -47,9 +47,20 @@ from tasks_app.authoring.services.reviews import (
     review_release,
     review_request_changes,
 )
+from tasks_app.authoring.services.saved_filters import saved_filter_delete, saved_filter_save
 from tasks_app.calibration.selectors import FLAG_FILTERS, SORTS, tasks_calibrated, with_cells
 from tasks_app.calibration.services.gates import gate_checklist, rubric_gate_current, rubric_gate_ensure
-from tasks_app.models import Comment, Criterion, ReviewDecision, Task, TaskStatus, TaskType, TaskVersion
+from tasks_app.models import (
+    Comment,
+    Criterion,
+    ReviewDecision,
+    SavedFilter,
+    SavedFilterPage,
+    Task,
+    TaskStatus,
+    TaskType,
+    TaskVersion,
+)
 from tasks_app.permissions import review_check, review_queue_check, task_discuss_check
 
 PAGE_SIZE = 25
@@ -129,8 +140,12 @@ def queue(request: HttpRequest) -> HttpResponse:
     """Tasks in review that this user may review, filterable by type, author, age and calibration, sortable;
     htmx swaps the table."""
     review_queue_check(request.user)
-    tasks, values, errors, authors = _filtered_queue(request, request.GET)
-    page = Paginator(tasks, PAGE_SIZE).get_page(request.GET.get("page"))
+    return _queue_page(request, request.GET)
+
+
+def _queue_page(request: HttpRequest, params, *, save_name: str = "", save_errors=None) -> HttpResponse:
+    tasks, values, errors, authors = _filtered_queue(request, params)
+    page = Paginator(tasks, PAGE_SIZE).get_page(params.get("page"))
     with_cells(page.object_list)
     now = timezone.now()
     for task in page.object_list:
@@ -147,10 +162,47 @@ def queue(request: HttpRequest) -> HttpResponse:
         "sorts": [(key, label) for key, (label, _) in SORTS.items()],
         "query": query,
         "now": now,
+        "saved_filters": saved_filters_of(user=request.user, page=SavedFilterPage.REVIEW_QUEUE),
+        "save_name": save_name,
+        "save_errors": save_errors or {},
     }
     template = "review/queue.html#queue-table" if request.htmx and not request.htmx.boosted else "review/queue.html"
     # htmx swaps only 2xx answers: the table comes back (bad filters left out); a full page says 400.
-    return render(request, template, context, status=400 if errors and not request.htmx else 200)
+    bad = (errors and not request.htmx) or save_errors
+    return render(request, template, context, status=400 if bad else 200)
+
+
+@require_POST
+@login_required
+@forbidden_as_page
+def filter_save(request: HttpRequest) -> HttpResponse:
+    """Save the queue's current filters and order (``query``, read back through the queue's own filters: an
+    unknown or invalid one is left out) under ``name``; the queue again with a field error when the name is bad."""
+    review_queue_check(request.user)
+    params = QueryDict(request.POST.get("query", "")[:4000])
+    _tasks, values, errors, _authors = _filtered_queue(request, params)
+    query = _queue_query(values, errors)
+    name = request.POST.get("name", "")
+    try:
+        saved = saved_filter_save(user=request.user, page=SavedFilterPage.REVIEW_QUEUE, name=name, query=query)
+    except ValidationError as exc:
+        return _queue_page(request, QueryDict(query), save_name=name, save_errors=exc.message_dict)
+    messages.success(request, f"Saved these filters as \u201c{saved.name}\u201d.")
+    return redirect(reverse("review:queue") + (f"?{query}" if query else ""))
+
+
+@require_POST
+@login_required
+@forbidden_as_page
+def filter_delete(request: HttpRequest, filter_id: int) -> HttpResponse:
+    """Delete one of your saved filters of the queue."""
+    review_queue_check(request.user)
+    try:
+        name = saved_filter_delete(user=request.user, filter_id=filter_id)
+    except SavedFilter.DoesNotExist:
+        raise Http404("You have no saved filter with that id.") from None
+    messages.info(request, f"Deleted the saved filters \u201c{name}\u201d.")
+    return redirect("review:queue")
 
 
 @require_GET
