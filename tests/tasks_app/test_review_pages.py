@@ -128,6 +128,8 @@ def test_saved_filters_keep_the_queues_filters_under_a_name_and_open_them_again(
     # The htmx table carries the save form with the filters now shown (it is swapped on every filter change).
     table = client.get(queue_url, {"type": "reasoning", "sort": "bogus"}, **HTMX).content.decode()
     assert 'name="query" value="type=reasoning"' in table
+    # So does the bulk form's return query (bound to the form outside the table).
+    assert 'name="query" value="type=reasoning" form="bulk-form"' in table
 
     # Saved through the queue's own filters: an unknown key and an invalid value are left out.
     saved = client.post(
