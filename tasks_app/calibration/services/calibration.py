@@ -94,11 +94,10 @@ def _plan_items(*, run: CalibrationRun, versions: Sequence[TaskVersion]) -> list
     from tasks_app.perturbations import shared_replay
 
     replayed = {p["policy"] for p in run.policies} & {RolloutPolicy.PERTURBED_REFERENCE, RolloutPolicy.RED_TEAM}
-    if not replayed:
-        return _plan_version_items(run=run, versions=versions)
-    if replayed == {RolloutPolicy.RED_TEAM} and all(_gate_red_team_keys(version) for version in versions):
-        # Every version's current gate names its red-team policies: no replay needed to plan.
-        return _plan_version_items(run=run, versions=versions)
+    gate_keys = {v.pk: _gate_red_team_keys(v) for v in versions} if RolloutPolicy.RED_TEAM in replayed else {}
+    if not replayed or (replayed == {RolloutPolicy.RED_TEAM} and all(gate_keys.values())):
+        # Nothing to replay, or every version's current gate names its red-team policies: no replay to plan.
+        return _plan_version_items(run=run, versions=versions, gate_keys=gate_keys)
     items: list[CalibrationItem] = []
     by_snapshot: dict[int, list[TaskVersion]] = {}
     for version in versions:
@@ -106,7 +105,7 @@ def _plan_items(*, run: CalibrationRun, versions: Sequence[TaskVersion]) -> list
     # The policies' keys come from replaying each reference on its snapshot: one scratch world per snapshot.
     for group in by_snapshot.values():
         with shared_replay(group[0].snapshot):
-            items += _plan_version_items(run=run, versions=group)
+            items += _plan_version_items(run=run, versions=group, gate_keys=gate_keys)
     return items
 
 
@@ -115,15 +114,13 @@ def _gate_red_team_keys(version: TaskVersion) -> list[str]:
     it has none. The gate was computed from the same policies (``tasks_app.red_team.version_red_team``) under the
     version's current gate key, so the keys and their order are the ones a worker builds; planning a red-team run
     of the library from them skips replaying every reference (most of the planning time)."""
-    cache = getattr(version, "_gate_red_team_keys", None)
-    if cache is None:
-        gate = rubric_gate_current(version)
-        cache = ["reference", *(p["key"] for p in gate.policies)] if gate is not None and gate.policies else []
-        version._gate_red_team_keys = cache
-    return cache
+    gate = rubric_gate_current(version)
+    return ["reference", *(p["key"] for p in gate.policies)] if gate is not None and gate.policies else []
 
 
-def _plan_version_items(*, run: CalibrationRun, versions: Sequence[TaskVersion]) -> list[CalibrationItem]:
+def _plan_version_items(
+    *, run: CalibrationRun, versions: Sequence[TaskVersion], gate_keys: dict[int, list[str]]
+) -> list[CalibrationItem]:
     from tasks_app.calibration.rollouts.policies import perturbation_keys, red_team_keys
 
     items = []
@@ -135,7 +132,7 @@ def _plan_version_items(*, run: CalibrationRun, versions: Sequence[TaskVersion])
             elif policy == RolloutPolicy.PERTURBED_REFERENCE:
                 cells = [(key, 0) for key in perturbation_keys(version)]
             elif policy == RolloutPolicy.RED_TEAM:
-                cells = [(key, 0) for key in (_gate_red_team_keys(version) or red_team_keys(version))]
+                cells = [(key, 0) for key in (gate_keys.get(version.pk) or red_team_keys(version))]
             else:
                 cells = [("", 0)]
             items += [
@@ -208,29 +205,25 @@ def _enqueue_items(item_ids: list[int]) -> int:
     """
     from tasks_app.tasks import calibration_item_enqueue
 
-    sent: list[int] = []
-
-    def stamp() -> None:
-        # One statement per batch of sent items, not one per item (a red-team run of the demo library is 6,000).
-        if sent:
-            CalibrationItem.objects.filter(pk__in=sent).update(enqueued_at=timezone.now())
-            stamped.extend(sent)
-            sent.clear()
-
-    stamped: list[int] = []
-    for item_id in item_ids:
+    sent = 0
+    for start in range(0, len(item_ids), ENQUEUE_STAMP_BATCH):
+        batch = item_ids[start : start + ENQUEUE_STAMP_BATCH]
+        done: list[int] = []
         try:
-            calibration_item_enqueue(item_id)
+            for item_id in batch:
+                calibration_item_enqueue(item_id)
+                done.append(item_id)
         except (BrokerUnavailable, OSError) as exc:
             logger.warning(
-                "broker unavailable, %d items wait for the sweeper: %s", len(item_ids) - len(stamped) - len(sent), exc
+                "broker unavailable, %d items wait for the sweeper: %s", len(item_ids) - sent - len(done), exc
             )
+        # One statement per batch of sent items, not one per item (a red-team run of the demo library is 7,000).
+        if done:
+            CalibrationItem.objects.filter(pk__in=done).update(enqueued_at=timezone.now())
+            sent += len(done)
+        if len(done) < len(batch):
             break
-        sent.append(item_id)
-        if len(sent) >= ENQUEUE_STAMP_BATCH:
-            stamp()
-    stamp()
-    return len(stamped)
+    return sent
 
 
 @transaction.atomic

@@ -29,7 +29,6 @@ from world_app.tools.coverage import delivered_at, return_window
 from world_app.tools.results import world_today
 
 from .base import (
-    Family,
     FamilyInstance,
     called,
     date_pattern,
@@ -45,7 +44,7 @@ from .base import (
     state,
     tidy,
 )
-from .returns import OPENED, REASONS
+from .returns import OPENED, REASONS, ReturnLineFamily
 
 MESSAGES = (
     "Hi, it's {name} ({email}). I'd like to return the {product} I bought from you; it arrived {remembered}. "
@@ -72,7 +71,7 @@ def _remembered(delivered, key: str) -> str:
     )
 
 
-class ReturnLookupFamily(Family):
+class ReturnLookupFamily(ReturnLineFamily):
     name = "return_lookup"
     title = "A return on chat: find the order from the email and product, judge the window"
     description = (
@@ -106,18 +105,6 @@ class ReturnLookupFamily(Family):
             if bought[line.product_id] != 1 or sum(1 for li in lines if li.product_id == line.product_id) != 1:
                 continue
             yield line
-
-    def branch_of(self, line) -> str:
-        window = return_window(delivered_at(line.order.shipments.all()))
-        if window.delivered_on is None:
-            return "(none)"
-        return "inside window" if window.is_open else "outside window"
-
-    def entity_ids(self, line) -> tuple[str, ...]:
-        return (line.id,)
-
-    def distinct_key(self, line):
-        return (line.order.customer_id, line.product_id)
 
     def build(self, line, sim) -> FamilyInstance | None:
         order = line.order

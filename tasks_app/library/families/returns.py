@@ -57,7 +57,24 @@ MESSAGES = (
 )
 
 
-class ReturnRequestFamily(Family):
+class ReturnLineFamily(Family):
+    """A family over order lines, branched by the line's return window (inside, outside, or not delivered);
+    one instance per customer and product."""
+
+    def branch_of(self, line) -> str:
+        window = return_window(delivered_at(line.order.shipments.all()))
+        if window.delivered_on is None:
+            return "(none)"
+        return "inside window" if window.is_open else "outside window"
+
+    def entity_ids(self, line) -> tuple[str, ...]:
+        return (line.id,)
+
+    def distinct_key(self, line):
+        return (line.order.customer_id, line.product_id)
+
+
+class ReturnRequestFamily(ReturnLineFamily):
     name = "return_window"
     title = "Return within or outside the return window"
     description = "Refund a returned line with the right restocking fee, or explain that the window has closed."
@@ -80,18 +97,6 @@ class ReturnRequestFamily(Family):
             lines = sorted(order.line_items.all(), key=lambda li: (li.unit_price * li.quantity, li.id), reverse=True)
             if lines:  # the most expensive line (the second is the return_lookup family's)
                 yield lines[0]
-
-    def branch_of(self, line) -> str:
-        window = return_window(delivered_at(line.order.shipments.all()))
-        if window.delivered_on is None:
-            return "(none)"
-        return "inside window" if window.is_open else "outside window"
-
-    def entity_ids(self, line) -> tuple[str, ...]:
-        return (line.id,)
-
-    def distinct_key(self, line):
-        return (line.order.customer_id, line.product_id)
 
     def build(self, line, sim) -> FamilyInstance | None:
         order = line.order
