@@ -86,7 +86,7 @@ from world_app.models import (  # noqa: E402
 )
 from world_app.snapshots import snapshot_publish  # noqa: E402
 from world_app.tool_examples import example_arguments  # noqa: E402
-from world_app.tools import all_tools, call_tool  # noqa: E402
+from world_app.tools import call_tool, world_tools  # noqa: E402
 from world_app.tools.coverage import warranty_coverage  # noqa: E402
 
 ArgumentsFor = Callable[[int], dict]
@@ -318,10 +318,10 @@ def bench_in_process(snapshot, samples: int) -> dict[str, dict]:
         arguments = bench_arguments(samples)
     # Warm-up on a throwaway episode: imports, first queries, statement caches.
     warm = episode_create(snapshot=snapshot, label=LABEL)
-    for found in all_tools():
+    for found in world_tools():
         call_tool(warm, found.name, arguments[found.name](samples + 1))
     figures = {}
-    for found in all_tools():
+    for found in world_tools():
         timings, errors, first_error = [], 0, None
         for i in range(samples):
             args = arguments[found.name](i)
@@ -470,7 +470,7 @@ def bench_http(snapshot, samples: int) -> dict[str, dict]:
         status, warm = _request(conn, "POST", "/api/v1/episodes/", headers, {"label": LABEL})
         with episode_world(episode["id"]):
             arguments = bench_arguments(samples)
-        for found in all_tools():
+        for found in world_tools():
             _request(
                 conn,
                 "POST",
@@ -479,7 +479,7 @@ def bench_http(snapshot, samples: int) -> dict[str, dict]:
                 arguments[found.name](samples + 1),
             )
         figures = {}
-        for found in all_tools():
+        for found in world_tools():
             path = f"/api/v1/episodes/{episode['id']}/tools/{found.name}/"
             timings, errors = [], 0
             for i in range(samples):
