@@ -2,40 +2,26 @@
 
 from __future__ import annotations
 
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import Decimal
 
 from django.db import transaction
 from django.db.models import DecimalField, ExpressionWrapper, F, Sum
 
 from world_app.models import Order
+from world_app.money import ZERO, merchandise_discount, to_cent
 from world_app.policies import COUPONS, LOYALTY_DISCOUNT_PCT
-
-CENT = Decimal("0.01")
-ZERO = Decimal("0.00")
-
-
-def _cents(value: Decimal) -> Decimal:
-    return value.quantize(CENT, rounding=ROUND_HALF_UP)
 
 
 def order_merchandise_discount(*, subtotal: Decimal, loyalty_tier: str, coupon_code: str = "") -> Decimal:
-    """The discount on merchandise by the store's policy (never on shipping).
-
-    First the loyalty tier's percent of the subtotal, then one coupon on what remains: a percent coupon takes
-    its percent, an amount coupon its amount (at most what remains), when the merchandise reaches the coupon's
-    minimum. Unknown codes and free-shipping coupons take nothing off merchandise. Rounded half-up to the cent,
-    the same arithmetic as the generator and the agent tools.
-    """
-    loyalty = _cents(subtotal * Decimal(LOYALTY_DISCOUNT_PCT[loyalty_tier]) / Decimal(100))
-    remaining = subtotal - loyalty
+    """The discount on merchandise by the store's policy (``world_app.money.merchandise_discount``), for an
+    order's loyalty tier and coupon code. Unknown codes, and coupons whose merchandise minimum the subtotal does
+    not reach, take nothing off."""
     coupon = COUPONS.get(coupon_code.strip().upper()) if coupon_code else None
-    off = ZERO
-    if coupon is not None and subtotal >= coupon.min_merchandise:
-        if coupon.kind == "percent":
-            off = _cents(remaining * coupon.value / Decimal(100))
-        elif coupon.kind == "amount":
-            off = min(coupon.value, remaining)
-    return loyalty + off
+    if coupon is not None and subtotal < coupon.min_merchandise:
+        coupon = None
+    return merchandise_discount(
+        merchandise=subtotal, loyalty_pct=LOYALTY_DISCOUNT_PCT[loyalty_tier], coupon=coupon
+    ).total
 
 
 @transaction.atomic
@@ -50,7 +36,7 @@ def order_recalculate_totals(*, order: Order) -> Order:
         F("unit_price") * F("quantity"), output_field=DecimalField(max_digits=14, decimal_places=2)
     )
     subtotal = order.line_items.aggregate(s=Sum(line_total))["s"] or ZERO
-    order.subtotal = _cents(subtotal)
+    order.subtotal = to_cent(subtotal)
     order.discount_total = order_merchandise_discount(
         subtotal=order.subtotal, loyalty_tier=order.customer.loyalty_tier, coupon_code=order.discount_code
     )

@@ -1,7 +1,7 @@
 """Orders with their line items, payments, shipments and refunds, following the store's policies.
 
 Money is kept in integer cents until a row is written. The numbers come from ``world_app.policies`` and the
-arithmetic is the one the agent tools use (``world_app.tools.pricing``), so a task's expected figures agree:
+arithmetic is ``world_app.money``, the one the agent tools and the admin use, so a task's expected figures agree:
 
 - discount = loyalty tier % of the merchandise subtotal, then one coupon on what remains (never shipping);
 - shipping = the service's rate, ground free when merchandise after discounts is over the threshold;
@@ -17,14 +17,14 @@ import random
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import Decimal
 
 from world_app.generator.builds import BuildFacts
 from world_app.generator.catalog import Catalog
 from world_app.generator.mess import PAYMENT_SHORT_NOTE, MessPlan
 from world_app.generator.people import CustomerFacts, People
 from world_app.generator.sink import RowSink
-from world_app.generator.timeline import ORDERS_START, Timeline, add_months, cents, percent_of
+from world_app.generator.timeline import ORDERS_START, Timeline, add_months, cents
 from world_app.generator.vocabulary import CITIES, WAREHOUSES
 from world_app.models import (
     Build,
@@ -36,17 +36,15 @@ from world_app.models import (
     Refund,
     Shipment,
 )
+from world_app.money import discount_share, merchandise_discount, restocking_fee, sales_tax, shipping_cost
 from world_app.policies import (
     COUPONS,
-    FREE_GROUND_SHIPPING_OVER,
     PRICE_MATCH_WINDOW_DAYS,
     REFUND_APPROVAL_LIMIT,
     REFUND_APPROVED_AT_ONCE_REASONS,
     RESTOCKING_FEE_EXEMPT_CATEGORIES,
     RESTOCKING_FEE_PCT,
     RETURN_WINDOW_DAYS,
-    SALES_TAX_PCT,
-    SHIPPING_RATES,
     Coupon,
 )
 
@@ -54,8 +52,6 @@ ORDERS_AT_SCALE_1 = 800
 REFUND_SHARE = 0.11
 CANCEL_SHARE = 0.04
 RECENT_SHARE = 0.1
-SHIPPING_CENTS = {service: int(rate * 100) for service, rate in SHIPPING_RATES.items()}
-FREE_GROUND_OVER_CENTS = int(FREE_GROUND_SHIPPING_OVER * 100)
 APPROVAL_LIMIT_CENTS = int(REFUND_APPROVAL_LIMIT * 100)
 TRANSIT_DAYS = {"ground": (2, 5), "two_day": (2, 2), "overnight": (1, 1), "freight": (4, 7)}
 PAYMENT_FAILURES = (
@@ -317,7 +313,6 @@ def _make_backorders(orders: list[OrderFacts], *, catalog: Catalog, timeline: Ti
 
 def _price_order(rng: random.Random, order: OrderFacts, *, first_order: bool) -> None:
     order.subtotal = sum(line.unit_cents * line.quantity for line in order.lines)
-    remaining = order.subtotal - percent_of(order.subtotal, order.customer.discount_pct)
     systems = any(line.product.category in ("prebuilt", "workstation") for line in order.lines)
     if systems and rng.random() < 0.5:
         order.service = "freight"
@@ -332,20 +327,25 @@ def _price_order(rng: random.Random, order: OrderFacts, *, first_order: bool) ->
         # Free shipping codes are handed out less than the others.
         weights = [1 if c.kind == "free_shipping" else 3 for c in eligible]
         coupon = rng.choices(eligible, weights=weights)[0] if eligible else None
-    free_shipping = False
+    free_shipping = coupon is not None and coupon.kind == "free_shipping"
     if coupon is not None:
         order.coupon = coupon.code
-        if coupon.kind == "percent":
-            remaining -= percent_of(remaining, coupon.value)
-        elif coupon.kind == "amount":
-            remaining -= min(int(coupon.value * 100), remaining)
-        else:
-            order.service, free_shipping = "ground", True
-    order.discount = order.subtotal - remaining
-    free_ground = order.service == "ground" and remaining > FREE_GROUND_OVER_CENTS
-    order.shipping = 0 if free_shipping or free_ground else SHIPPING_CENTS[order.service]
-    order.tax = percent_of(remaining, SALES_TAX_PCT)
-    order.total = remaining + order.shipping + order.tax
+    if free_shipping:
+        order.service = "ground"
+    discount = merchandise_discount(
+        merchandise=cents(order.subtotal), loyalty_pct=order.customer.discount_pct, coupon=coupon
+    )
+    order.discount = _in_cents(discount.total)
+    remaining = discount.remaining
+    order.shipping = _in_cents(
+        shipping_cost(order.service, merchandise_after_discounts=remaining, free_shipping_coupon=free_shipping)
+    )
+    order.tax = _in_cents(sales_tax(remaining))
+    order.total = order.subtotal - order.discount + order.shipping + order.tax
+
+
+def _in_cents(amount: Decimal) -> int:
+    return int(amount * 100)
 
 
 def _coupon_fits(coupon: Coupon, order: OrderFacts, *, first_order: bool) -> bool:
@@ -361,16 +361,12 @@ def _coupon_fits(coupon: Coupon, order: OrderFacts, *, first_order: bool) -> boo
 def refund_cents_for(order: OrderFacts, line: LineFacts, quantity: int, *, restocking: bool) -> tuple[int, int]:
     """(refund, restocking fee) for ``quantity`` units of ``line``: their price less their share of the order's
     discount, less the fee when ``restocking``. Shipping is never part of it."""
-    merchandise = line.unit_cents * quantity
-    paid = merchandise - _share(order.discount, merchandise, order.subtotal)
-    fee = percent_of(paid, RESTOCKING_FEE_PCT) if restocking else 0
-    return paid - fee, fee
-
-
-def _share(amount: int, part: int, whole: int) -> int:
-    if whole <= 0:
-        return 0
-    return int((Decimal(amount) * part / whole).quantize(Decimal("1"), rounding=ROUND_HALF_UP))
+    merchandise = cents(line.unit_cents * quantity)
+    paid = merchandise - discount_share(
+        merchandise=merchandise, discount_total=cents(order.discount), subtotal=cents(order.subtotal)
+    )
+    fee = restocking_fee(paid) if restocking else Decimal(0)
+    return _in_cents(paid - fee), _in_cents(fee)
 
 
 # --- Payment and shipping -------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import Decimal
 
 from world_app.clock import world_now, world_zone
 
@@ -59,9 +59,3 @@ def _month_length(year: int, month: int) -> int:
 def cents(amount: int) -> Decimal:
     """Integer cents as a money Decimal with two places."""
     return (Decimal(amount) / 100).quantize(Decimal("0.01"))
-
-
-def percent_of(amount_cents: int, numerator: int, denominator: int = 100) -> int:
-    """``amount_cents * numerator / denominator``, rounded half up to the cent."""
-    value = Decimal(amount_cents) * numerator / denominator
-    return int(value.quantize(Decimal("1"), rounding=ROUND_HALF_UP))

@@ -13,6 +13,14 @@ from datetime import date
 from decimal import Decimal
 
 from world_app.models import Bundle, Customer, Lifecycle, Order, OrderLineItem, Product
+from world_app.money import (
+    ZERO,
+    discount_share,
+    ground_ships_free,
+    merchandise_discount,
+    restocking_fee,
+    sales_tax,
+)
 from world_app.policies import (
     COUPONS,
     COUPONS_PER_ORDER,
@@ -22,14 +30,10 @@ from world_app.policies import (
     RESTOCKING_FEE_EXEMPT_CATEGORIES,
     RESTOCKING_FEE_PCT,
     RESTOCKING_FEE_REASONS,
-    SALES_TAX_PCT,
     SHIPPING_RATES,
     Coupon,
 )
-from world_app.tools.results import ErrorCode, ToolError, day, money, quantize
-
-ZERO = Decimal("0.00")
-HUNDRED = Decimal("100")
+from world_app.tools.results import ErrorCode, ToolError, day, money
 
 
 def product_notes(product: Product) -> list[str]:
@@ -131,17 +135,8 @@ def price_quote(
             }
         )
 
-    discounts = []
-    remaining = merchandise
     tier = customer.loyalty_tier if customer else "none"
     loyalty_pct = LOYALTY_DISCOUNT_PCT.get(tier, 0)
-    if loyalty_pct:
-        amount = quantize(merchandise * loyalty_pct / HUNDRED)
-        remaining -= amount
-        discounts.append(
-            {"kind": "loyalty", "description": f"{tier} tier: {loyalty_pct}% off merchandise", "amount": money(amount)}
-        )
-
     if len(coupon_codes) > COUPONS_PER_ORDER:
         raise ToolError(
             ErrorCode.POLICY_VIOLATION,
@@ -149,6 +144,7 @@ def price_quote(
             field="coupon_codes",
         )
     free_shipping = None
+    merchandise_coupon = None
     for index, code in enumerate(coupon_codes):
         coupon = check_coupon(
             code, merchandise=merchandise, customer=customer, today=today, field=f"coupon_codes[{index}]"
@@ -162,19 +158,32 @@ def price_quote(
                     field=f"coupon_codes[{index}]",
                 )
             free_shipping = coupon
-            continue
-        if coupon.kind == "percent":
-            amount = quantize(remaining * coupon.value / HUNDRED)
         else:
-            amount = min(coupon.value, remaining)
-        remaining -= amount
+            merchandise_coupon = coupon
+    discount = merchandise_discount(merchandise=merchandise, loyalty_pct=loyalty_pct, coupon=merchandise_coupon)
+    discounts = []
+    if loyalty_pct:
         discounts.append(
-            {"kind": "coupon", "code": coupon.code, "description": coupon.description, "amount": money(amount)}
+            {
+                "kind": "loyalty",
+                "description": f"{tier} tier: {loyalty_pct}% off merchandise",
+                "amount": money(discount.loyalty),
+            }
         )
+    if merchandise_coupon is not None:
+        discounts.append(
+            {
+                "kind": "coupon",
+                "code": merchandise_coupon.code,
+                "description": merchandise_coupon.description,
+                "amount": money(discount.coupon),
+            }
+        )
+    remaining = discount.remaining
 
     shipping = _shipping(shipping_service, merchandise_after_discounts=remaining, free_coupon=free_shipping)
     shipping_amount = Decimal(shipping["amount"])
-    tax = quantize(remaining * SALES_TAX_PCT / HUNDRED)
+    tax = sales_tax(remaining)
     return {
         "lines": lines,
         "merchandise_subtotal": money(merchandise),
@@ -210,16 +219,16 @@ def _check_bundle(bundle: Bundle, *, today: date, field: str) -> None:
 def _shipping(service: str | None, *, merchandise_after_discounts: Decimal, free_coupon: Coupon | None) -> dict:
     if service is None:
         return {"service": None, "amount": money(ZERO), "note": "no shipping service given: shipping not included"}
-    rate = SHIPPING_RATES[service]
     if free_coupon is not None:
         return {"service": service, "amount": money(ZERO), "note": f"free with coupon {free_coupon.code}"}
-    if service == "ground" and merchandise_after_discounts > FREE_GROUND_SHIPPING_OVER:
+    if ground_ships_free(service, merchandise_after_discounts=merchandise_after_discounts):
         return {
             "service": service,
             "amount": money(ZERO),
-            "note": f"free ground shipping on merchandise over ${FREE_GROUND_SHIPPING_OVER} (usually ${rate})",
+            "note": f"free ground shipping on merchandise over ${FREE_GROUND_SHIPPING_OVER} "
+            f"(usually ${SHIPPING_RATES[service]})",
         }
-    return {"service": service, "amount": money(rate), "note": f"{service} rate"}
+    return {"service": service, "amount": money(SHIPPING_RATES[service]), "note": f"{service} rate"}
 
 
 @dataclass(frozen=True)
@@ -274,11 +283,13 @@ def refund_lines(
     for line, quantity in requested:
         merchandise = line.unit_price * quantity
         share = ZERO
-        if REFUND_DISCOUNT_PRORATED and order.subtotal > 0 and order.discount_total > 0:
-            share = quantize(merchandise * order.discount_total / order.subtotal)
+        if REFUND_DISCOUNT_PRORATED:
+            share = discount_share(
+                merchandise=merchandise, discount_total=order.discount_total, subtotal=order.subtotal
+            )
         fee = ZERO
         if restocking_fee_applies(line.product, opened=opened, reason=reason):
-            fee = quantize((merchandise - share) * RESTOCKING_FEE_PCT / HUNDRED)
+            fee = restocking_fee(merchandise - share)
         result.append(RefundLine(line, quantity, merchandise, share, fee))
     return result
 

@@ -46,6 +46,7 @@ GATE_CODE_PATHS = (
     "rubrics_app/criteria.py",
     "world_app/tools",
     "world_app/policies.py",
+    "world_app/money.py",
     "world_app/episodes/diff.py",
 )
 LIBRARY_GATES_FILE = ROOT / "tasks_app" / "fixtures" / "library_gates.json"
