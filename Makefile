@@ -73,8 +73,9 @@ bench: install services
 	$(PY) bench/episodes.py
 	$(PY) bench/tools.py
 
-# TRL's GRPOTrainer for 2 steps on the CPU against a running server (starts one if CORECRAFT_API_URL is not up):
-# checks the plumbing (rows, episodes, tools, rewards through the API), not learning. Kept out of `make test`.
+# TRL's GRPOTrainer for 4 steps (groups of 4) on the CPU against a running server (starts one if CORECRAFT_API_URL is
+# not up): checks the plumbing (rows, episodes, tools, rewards through the API) and that groups get different
+# rewards (a gradient flows), not learning. Kept out of `make test`.
 grpo-smoke: install services
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e ".[grpo]"
