@@ -46,6 +46,9 @@ LOYALTY_DISCOUNT_PCT = {"none": 0, "silver": 5, "gold": 10, "platinum": 15}
 # LOYALTY_SPEND_MONTHS months; a tier the spend does not explain needs a recorded exception on the account.
 LOYALTY_TIER_SPEND = {"silver": Decimal("500"), "gold": Decimal("1500"), "platinum": Decimal("4000")}
 LOYALTY_SPEND_MONTHS = 12
+# Tiers follow the spend; a team lead or manager may keep a tier the spend no longer earns for a handful of
+# accounts (a goodwill gesture, a migrated trade agreement, a grace period), recorded with who, when and why.
+LOYALTY_EXCEPTION_SHARE = 0.006
 
 # Price match: the difference is refunded when an authorised retailer sells the identical item for less
 # within this many days of our sale; marketplace sellers and clearance prices do not count.
@@ -246,6 +249,14 @@ RULES: tuple[Rule, ...] = (
         "tool",
         ("get_order_details", "create_warranty_claim"),
         ("warranty-policy", "proc-warranty-claim", "faq-warranty-length"),
+    ),
+    Rule(
+        "warranty-claim-day",
+        "A warranty claim is made on the day the customer reported the defect (the creation of their open ticket "
+        "about the order), however late it is filed; filed without such a ticket, it is made today.",
+        "tool",
+        ("create_warranty_claim",),
+        ("warranty-policy", "proc-warranty-claim"),
     ),
     Rule(
         "warranty-remedy",

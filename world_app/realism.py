@@ -26,7 +26,7 @@ from decimal import Decimal
 from django.db.models import Count
 
 from world_app import clock
-from world_app.loyalty import has_loyalty_exception, loyalty_spend, tier_for_spend
+from world_app.loyalty import has_loyalty_exception, loyalty_spend, tier_before_review, tier_for_spend
 from world_app.models import (
     Customer,
     Employee,
@@ -175,15 +175,22 @@ def loyalty_tiers() -> dict:
     """Accounts whose tier the spend rule (world_app.loyalty) explains, and those that record an exception."""
     today = clock.world_now().astimezone(clock.world_zone()).date()
     spend = loyalty_spend(today=today)
-    follows = excepted = unexplained = 0
+    follows = excepted = unexplained = retiered = 0
     for customer in Customer.objects.only("id", "loyalty_tier", "notes").iterator(chunk_size=2000):
+        retiered += tier_before_review(customer) is not None
         if tier_for_spend(spend.get(customer.id, Decimal(0))) == customer.loyalty_tier:
             follows += 1
         elif has_loyalty_exception(customer):
             excepted += 1
         else:
             unexplained += 1
-    return {"follow_spend": follows, "recorded_exception": excepted, "unexplained": unexplained}
+    # retiered_at_review: accounts the relaunch review moved to the tier their spend earns (among follow_spend).
+    return {
+        "follow_spend": follows,
+        "recorded_exception": excepted,
+        "unexplained": unexplained,
+        "retiered_at_review": retiered,
+    }
 
 
 def world_realism() -> dict:

@@ -23,7 +23,7 @@ from typing import Any
 from django.db import transaction
 
 from world_app.episodes import scratch_world
-from world_app.loyalty import has_loyalty_exception, loyalty_spend, tier_for_spend
+from world_app.loyalty import LOYALTY_EXCEPTION_NOTE, has_loyalty_exception, loyalty_spend, tier_for_spend
 from world_app.models import (
     Customer,
     Employee,
@@ -43,6 +43,7 @@ from world_app.models import (
 from world_app.policies import (
     COUPONS,
     LOYALTY_DISCOUNT_PCT,
+    LOYALTY_EXCEPTION_SHARE,
     POLICY_EXCEPTION_PERMISSION,
     POLICY_EXCEPTION_ROLES,
     PRICE_MATCH_CLAIMS_PER_LINE,
@@ -59,7 +60,13 @@ from world_app.policies import (
     Rule,
 )
 from world_app.snapshots import snapshot_latest
-from world_app.tools.coverage import add_months, delivered_at, return_window, warranty_coverage
+from world_app.tools.coverage import (
+    CLOSED_TICKET_STATUSES,
+    add_months,
+    delivered_at,
+    return_window,
+    warranty_coverage,
+)
 from world_app.tools.ledger import TAKEN_STATUSES, refunded_quantities
 from world_app.tools.registry import get_tool, invoke_tool
 from world_app.tools.results import local_date, quantize, world_today
@@ -524,6 +531,62 @@ def _scenario_warranty_coverage(p: Probe) -> None:
         )
 
 
+def _reported_before_expiry() -> tuple[OrderLineItem, SupportTicket] | None:
+    """A line whose warranty was running when the customer opened a ticket about its order, and has ended since."""
+    today = world_today()
+    tickets = (
+        SupportTicket.objects.filter(order__isnull=False)
+        .exclude(status__in=CLOSED_TICKET_STATUSES)
+        .select_related("order")
+        .order_by("id")
+    )
+    for ticket in tickets:
+        reported = local_date(ticket.created_at)
+        delivered = delivered_at(ticket.order.shipments.all())
+        for line in ticket.order.line_items.select_related("product").order_by("id"):
+            if line.product.warranty_months <= 0 or WarrantyClaim.objects.filter(line_item=line).exists():
+                continue
+            if refunded_quantities(Refund.objects.filter(payment__order_id=line.order_id)).get(line.id):
+                continue
+            then = warranty_coverage(delivered, line.product.warranty_months, today=reported)
+            now = warranty_coverage(delivered, line.product.warranty_months, today=today)
+            if then.is_active and now.status == "expired":
+                return line, ticket
+    return None
+
+
+def _scenario_warranty_claim_day(p: Probe) -> None:
+    found = _reported_before_expiry()
+    if found is None:
+        p.missing("a defect reported before the end date is covered", "ticket opened before a warranty ended")
+        return
+    line, ticket = found
+    case = "a defect reported before the end date is covered, though filed after it"
+    with p.scratch():
+        args = _claim_args(line, defect_category="manufacturing_defect", remedy="replacement")
+        result = p.allowed(case, "create_warranty_claim", ticket_id=ticket.id, **args)
+        got = result.get("claim", {}).get("status")
+        p.expect(got == "approved", case, f"the claim is {got}")
+        made = result.get("warranty", {}).get("claim_made_on")
+        p.expect(made == local_date(ticket.created_at).isoformat(), case, f"the claim is made on {made}")
+    with p.scratch():
+        p.refused(
+            "the same defect filed with no report before the end date is denied",
+            "create_warranty_claim",
+            **_claim_args(line, defect_category="manufacturing_defect", remedy="replacement"),
+        )
+    with p.scratch():
+        from world_app.routers import EPISODE_ALIAS
+
+        SupportTicket.objects.using(EPISODE_ALIAS).filter(pk=ticket.pk).update(status="closed")
+        p.refused(
+            "a closed ticket is a past conversation: it does not date the claim",
+            "create_warranty_claim",
+            ticket_id=ticket.id,
+            **_claim_args(line, defect_category="manufacturing_defect", remedy="replacement"),
+        )
+
+
 def _scenario_warranty_remedy(p: Probe) -> None:
     sold = _warranty_line(active=True, lifecycles=frozenset({"active"}))
     gone = _warranty_line(active=True, lifecycles=WARRANTY_REFUND_LIFECYCLES)
@@ -687,6 +750,7 @@ SCENARIOS: dict[str, Callable[[Probe], None]] = {
     "approval-limit": _scenario_approval_limit,
     "policy-exception-decider": _scenario_policy_exception_decider,
     "warranty-coverage": _scenario_warranty_coverage,
+    "warranty-claim-day": _scenario_warranty_claim_day,
     "warranty-remedy": _scenario_warranty_remedy,
     "loyalty-tier": _scenario_loyalty_tier,
     "same-customer": _scenario_same_customer,
@@ -891,16 +955,33 @@ def _data_warranty_remedy(w: WorldFacts) -> list[str]:
     return out
 
 
+_EXCEPTION_APPROVER = re.compile(r"approved by [^(]+\((emp-\d+), (team lead|manager)\) on (\d{4}-\d{2}-\d{2})")
+
+
 def _data_loyalty_tier(w: WorldFacts) -> list[str]:
-    spend = loyalty_spend(today=world_today())
-    out = []
+    """Every tier is the spend's, or a recorded exception that says who (a team lead or manager), when and why; and
+    exceptions stay a handful (LOYALTY_EXCEPTION_SHARE of the accounts, at least one)."""
+    today = world_today()
+    spend = loyalty_spend(today=today)
+    out, exceptions, customers = [], 0, 0
     for customer in Customer.objects.order_by("id"):
+        customers += 1
         earned = tier_for_spend(spend.get(customer.id, Decimal(0)))
         if customer.loyalty_tier == earned:
             continue
-        if has_loyalty_exception(customer):
+        if not has_loyalty_exception(customer):
+            out.append(f"{customer.id}: {customer.loyalty_tier}, but ${spend.get(customer.id, 0)} earns {earned}")
             continue
-        out.append(f"{customer.id}: {customer.loyalty_tier}, but ${spend.get(customer.id, 0)} earns {earned}")
+        exceptions += 1
+        note = next(line for line in customer.notes.splitlines() if line.startswith(LOYALTY_EXCEPTION_NOTE))
+        approver = _EXCEPTION_APPROVER.search(note)
+        if approver is None:
+            out.append(f"{customer.id}: the loyalty exception names no team lead or manager and date")
+        elif date.fromisoformat(approver.group(3)) > today:
+            out.append(f"{customer.id}: the loyalty exception is dated after today")
+    allowed = max(1, round(customers * LOYALTY_EXCEPTION_SHARE))
+    if exceptions > allowed:
+        out.append(f"{exceptions} loyalty exceptions, more than a handful ({allowed} allowed)")
     return out
 
 

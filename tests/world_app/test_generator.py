@@ -13,7 +13,7 @@ from world_app.clock import world_now, world_zone
 from world_app.compatibility import check_compatibility
 from world_app.generator import ANOMALY_KINDS, WorldExistsError, generate_world, world_seed
 from world_app.generator.timeline import add_months
-from world_app.loyalty import tier_for_spend
+from world_app.loyalty import tier_before_review, tier_for_spend
 from world_app.models import (
     ENTITY_MODELS,
     WORLD_MODELS,
@@ -202,9 +202,13 @@ def test_order_money_adds_up_by_the_policies(seeded_world):
         seen_customers.add(order.customer_id)
         subtotal = sum((li.unit_price * li.quantity for li in lines[order.id]), Decimal("0"))
         assert order.subtotal == subtotal, order.id
-        # Priced with the account's tier: the one it holds (base accounts keep theirs), or for the casebook's
-        # accounts the one its spend of the year before the order earned.
+        # Priced with the account's tier: the one it holds, the one it held before the loyalty review re-tiered it
+        # (its "Loyalty review" note; every order precedes the review), or for the casebook's accounts the one its
+        # spend of the year before the order earned.
         remaining, free_shipping = _priced(order, subtotal, order.customer.loyalty_tier, first_order=first_order)
+        before = tier_before_review(order.customer)
+        if order.discount_total != subtotal - remaining and before is not None:
+            remaining, free_shipping = _priced(order, subtotal, before[1], first_order=first_order)
         if order.discount_total != subtotal - remaining:
             tier = _tier_earned_before(order)
             remaining, free_shipping = _priced(order, subtotal, tier, first_order=first_order)

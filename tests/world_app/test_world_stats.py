@@ -103,7 +103,9 @@ def test_world_stats_reports_the_realism_figures_measured_on_the_world(seeded_wo
     assert realism["employees_on_leave"] > 0 and realism["open_tickets_assigned_to_someone_on_leave"] > 0
     assert realism["discontinued_products"] > 0
     assert realism["loyalty_tiers"]["unexplained"] == 0
-    assert realism["loyalty_tiers"]["follow_spend"] > realism["loyalty_tiers"]["recorded_exception"]
+    # Tiers follow the spend rule (kb-0004) except for a handful of recorded exceptions (who, when, why).
+    tiers = realism["loyalty_tiers"]
+    assert 0 < tiers["recorded_exception"] <= 0.01 * (tiers["follow_spend"] + tiers["recorded_exception"])
     # Both branches of the return and warranty tasks, in similar numbers (within a factor of 2.5).
     for sides in realism["minority_branches"].values():
         assert max(sides.values()) <= 2.5 * min(sides.values()), sides

@@ -116,7 +116,9 @@ once withheld is kept: it is not refunded later as goodwill.""",
         f"""\
 Every product carries the warranty listed on its product page (warranty_months). The warranty starts on the \
 delivery date and ends on the same day of the month that many months later (delivered 2024-09-20 with a \
-12-month warranty: covered through 2025-09-20). Claims made after that day are out of warranty.
+12-month warranty: covered through 2025-09-20). A claim is made on the day the customer reports the defect to us \
+(the day they opened their ticket about the order, while it is still open), even when we file it later; claims \
+made after the end date are out of warranty.
 
 The warranty covers manufacturing defects. It does not cover {_EXCLUSIONS} (examples: a cracked board, \
 a spill, running a part beyond the manufacturer's voltage settings, bent socket pins, worn keycaps). A claim \
@@ -136,8 +138,12 @@ one. Within {RETURN_WINDOW_DAYS} days of delivery a defective item can instead b
         ["loyalty", "discount", "tier"],
         f"""\
 Customers earn a tier from their spending over the last {LOYALTY_SPEND_MONTHS} months (order totals less \
-refunds): {_TIER_SPEND}. A tier the spending does not explain is kept only with an exception recorded on the \
-account (a promotion, or a team lead's decision), and the note says why.
+refunds): {_TIER_SPEND}. The tier on the account follows that spend, up and down. Tiers given at sign-up under \
+the former program ended at the relaunch review, which moved every account to the tier its spend earns; an account \
+the review changed has a "Loyalty review" note with the date and the tier it held before, and orders placed before \
+the review carry the discount of the tier held at the time. A tier the spending does not explain is kept only by an \
+exception a team lead or manager decided, recorded on the account as a "Loyalty exception:" note that says why, \
+who approved it, when, and until when it holds.
 
 Discounts: {_TIERS}, taken off the merchandise subtotal at checkout. The discount never applies to shipping, \
 and it is never applied to past orders.
@@ -535,7 +541,8 @@ payment with the returned line items. 5. Resolve the ticket with outcome refund_
         "Procedure: filing a warranty claim",
         ["warranty", "procedure"],
         """\
-1. Find the delivery date and the product's warranty months; compute the end date. 2. Ask for photos or a \
+1. Find the delivery date and the product's warranty months; compute the end date and compare it with the day \
+the customer reported the defect (file the claim on that ticket). 2. Ask for photos or a \
 description that rules out the exclusions. 3. Within warranty and covered: file the claim and ship a \
 replacement (outcome warranty_claim_filed or replacement_sent). 4. Otherwise explain why, politely, with \
 the dates, and resolve with no_action.""",

@@ -17,7 +17,7 @@ from world_app.generator.casebook import append_casebook
 from world_app.generator.catalog import build_catalog
 from world_app.generator.commerce import build_commerce
 from world_app.generator.knowledge_base import build_knowledge_base
-from world_app.generator.loyalty_review import record_loyalty_exceptions
+from world_app.generator.loyalty_review import record_loyalty_review
 from world_app.generator.manifest import WorldManifest
 from world_app.generator.mess import MessPlan
 from world_app.generator.people import build_people
@@ -125,7 +125,7 @@ def generate_world(
             sink=sink,
         )
         sink.flush()
-        record_loyalty_exceptions(rng=rng("loyalty"), timeline=timeline, using=using)
+        record_loyalty_review(rng=rng("loyalty"), timeline=timeline, using=using)
     return WorldManifest(
         seed=seed,
         scale=scale,

@@ -16,6 +16,9 @@ from world_app.models import Shipment, ShipmentStatus
 from world_app.policies import RETURN_WINDOW_DAYS, WARRANTY_EXCLUSIONS
 from world_app.tools.results import day, local_date, world_today
 
+# A ticket in one of these statuses is a past conversation: it does not date a new warranty claim.
+CLOSED_TICKET_STATUSES = frozenset({"resolved", "closed"})
+
 
 def delivered_at(shipments: Iterable[Shipment]) -> datetime | None:
     times = [s.delivered_at for s in shipments if s.status == ShipmentStatus.DELIVERED and s.delivered_at]
@@ -115,3 +118,14 @@ def warranty_coverage(delivered: datetime | None, months: int, *, today: date | 
     if months > 0 and today <= expires_on:
         return WarrantyCoverage(delivered_on, months, expires_on, "active", (expires_on - today).days, None)
     return WarrantyCoverage(delivered_on, months, expires_on, "expired", None, (today - expires_on).days)
+
+
+def warranty_claim_day(ticket, *, order_id: str) -> tuple[date, str]:
+    """The day a warranty claim is made, and why (kb-0003: claims made after the end date are out of warranty): the
+    day the customer reported the defect on their open ticket about the order, else today (no ticket, a ticket about
+    something else, or a past conversation already resolved or closed says nothing about when this item failed)."""
+    today = world_today()
+    if ticket is not None and ticket.order_id == order_id and ticket.status not in CLOSED_TICKET_STATUSES:
+        reported = min(local_date(ticket.created_at), today)
+        return reported, f"on {reported.isoformat()}, when the customer reported it on {ticket.id}"
+    return today, f"today, {today.isoformat()}"

@@ -32,7 +32,7 @@ from world_app.policies import (
     WARRANTY_REMEDIES,
 )
 from world_app.tools.baked import BakedQuery
-from world_app.tools.coverage import delivered_at, warranty_coverage
+from world_app.tools.coverage import delivered_at, warranty_claim_day, warranty_coverage
 from world_app.tools.ids import new_id
 from world_app.tools.ledger import ORDER_SHIPMENTS, refunded_quantities
 from world_app.tools.lookups import fetch, resolve_line
@@ -44,7 +44,7 @@ from world_app.tools.records import (
     warranty_claim_record,
 )
 from world_app.tools.registry import tool
-from world_app.tools.results import ErrorCode, ToolError, error_result
+from world_app.tools.results import ErrorCode, ToolError, day, error_result
 
 FINAL_TICKET_STATUSES = frozenset({TicketStatus.RESOLVED, TicketStatus.CLOSED})
 
@@ -268,7 +268,9 @@ class CreateWarrantyClaimParams(LineRefParams):
 def create_warranty_claim(p: CreateWarrantyClaimParams) -> dict:
     """File a warranty claim for units of an order line and decide it by the warranty policy.
 
-    Approved: a manufacturing defect within the warranty (delivery date + the product's warranty months).
+    Approved: a manufacturing defect within the warranty (delivery date + the product's warranty months) on the
+    day the claim is made: the day the customer reported it, i.e. the creation of ``ticket_id`` when that ticket is
+    about this order; filed without such a ticket, today.
     Pending inspection: cause unknown, within the warranty. Denied (recorded with the reason, and returned as a
     policy_violation error that also carries the claim): warranty expired, or an excluded cause (physical or
     liquid damage, overclocking, improper installation, wear and tear). An item not yet delivered has no
@@ -305,11 +307,13 @@ def create_warranty_claim(p: CreateWarrantyClaimParams) -> dict:
             field="remedy",
         )
     delivered = delivered_at(ORDER_SHIPMENTS(line.order_id))
-    coverage = warranty_coverage(delivered, line.product.warranty_months)
+    # The claim is made the day the customer reported the defect (kb-0003): their ticket about this order.
+    claimed_on, basis = warranty_claim_day(ticket, order_id=line.order_id)
+    coverage = warranty_coverage(delivered, line.product.warranty_months, today=claimed_on)
     if coverage.status == "not_started":
         raise ToolError(ErrorCode.POLICY_VIOLATION, coverage.explain(), field="line_item_id")
     if not coverage.is_active:
-        status, reason = WarrantyClaimStatus.DENIED, f"warranty expired: {coverage.explain()}"
+        status, reason = WarrantyClaimStatus.DENIED, f"warranty expired: claim made {basis}; {coverage.explain()}"
     elif p.defect_category in WARRANTY_EXCLUSIONS:
         status = WarrantyClaimStatus.DENIED
         reason = (
@@ -318,10 +322,13 @@ def create_warranty_claim(p: CreateWarrantyClaimParams) -> dict:
         )
     elif p.defect_category in WARRANTY_INSPECTION_CATEGORIES:
         status = WarrantyClaimStatus.PENDING_INSPECTION
-        reason = f"within warranty ({coverage.explain()}); the cause is unknown, so the part is inspected first"
+        reason = (
+            f"within warranty (claim made {basis}; {coverage.explain()}); the cause is unknown, so the part is "
+            "inspected first"
+        )
     else:
         status = WarrantyClaimStatus.APPROVED
-        reason = f"manufacturing defect within warranty: {coverage.explain()}"
+        reason = f"manufacturing defect within warranty: claim made {basis}; {coverage.explain()}"
     now = clock.world_now()
     claim = WarrantyClaim.objects.create(
         id=new_id(WarrantyClaim),
@@ -348,7 +355,7 @@ def create_warranty_claim(p: CreateWarrantyClaimParams) -> dict:
     steps = []
     if status == WarrantyClaimStatus.APPROVED and p.remedy == WarrantyRemedy.REFUND:
         steps.append("issue the refund with create_refund (reason defective, the claimed units as lines)")
-    return {"claim": record, "warranty": coverage.as_dict(), "next_steps": steps}
+    return {"claim": record, "warranty": {**coverage.as_dict(), "claim_made_on": day(claimed_on)}, "next_steps": steps}
 
 
 # --- ticket status -------------------------------------------------------------------------------------------

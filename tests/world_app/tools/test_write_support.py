@@ -1,5 +1,9 @@
-import pytest
+from datetime import UTC, datetime
 
+import pytest
+from django.db import transaction
+
+from tests.factories import SupportTicketFactory
 from tests.world_app.tools.shop import make_order, ok, refused
 from world_app.models import Escalation, Resolution, SupportTicket, WarrantyClaim
 from world_app.tools import invoke_tool
@@ -232,7 +236,10 @@ def test_manufacturing_defect_within_warranty_is_approved(shop):
     )
     record = result["claim"]
     assert (record["id"], record["status"], record["warranty_expires_on"]) == ("wcl-w00001", "approved", "2030-07-02")
-    assert record["decision_reason"].startswith("manufacturing defect within warranty: delivered 2025-07-02")
+    # shop.ticket is about another order: the claim is made today.
+    assert record["decision_reason"].startswith(
+        "manufacturing defect within warranty: claim made today, 2025-09-15; delivered 2025-07-02"
+    )
     assert result["warranty"]["status"] == "active" and result["next_steps"] == []
     refund_args = claim(
         order_id=shop.recent.id, product_id=shop.gpu.id, defect_category="manufacturing_defect", remedy="refund"
@@ -253,12 +260,38 @@ def test_expired_warranty_is_denied_and_the_denial_is_recorded(shop):
         **claim(line_item_id=mouse_line.id, defect_category="manufacturing_defect"),
     )
     assert result["message"] == (
-        "claim denied: warranty expired: delivered 2025-07-02 with a 1-month warranty running through 2025-08-02; "
-        "it expired 44 days ago"
+        "claim denied: warranty expired: claim made today, 2025-09-15; delivered 2025-07-02 with a 1-month warranty "
+        "running through 2025-08-02; it expired 44 days ago"
     )
     assert "field" not in result
     stored = WarrantyClaim.objects.get()
     assert (stored.status, stored.line_item_id, stored.customer_id) == ("denied", mouse_line.id, shop.customer.id)
+
+
+def test_a_claim_is_made_the_day_the_customer_reported_it_on_an_open_ticket_about_the_order(shop):
+    """kb-0003: a defect reported before the end date is covered, however late the claim is filed; a past (closed)
+    conversation or no ticket dates nothing."""
+    mouse_line = shop.old.line_items.get(product=shop.mouse)
+    reported = SupportTicketFactory(
+        customer=shop.customer,
+        order=shop.old,
+        status="open",
+        subject="Mouse stopped clicking",
+        created_at=datetime(2025, 7, 30, 15, 0, tzinfo=UTC),
+    )
+    args = claim(line_item_id=mouse_line.id, defect_category="manufacturing_defect")
+    with transaction.atomic():
+        result = ok("create_warranty_claim", **args, ticket_id=reported.id)
+        assert result["claim"]["status"] == "approved"
+        assert result["warranty"]["claim_made_on"] == "2025-07-30"
+        assert (
+            "claim made on 2025-07-30, when the customer reported it on " + reported.id
+            in (result["claim"]["decision_reason"])
+        )
+        transaction.set_rollback(True)
+    SupportTicket.objects.filter(pk=reported.pk).update(status="closed")
+    closed = refused("create_warranty_claim", "policy_violation", **args, ticket_id=reported.id)
+    assert "claim made today, 2025-09-15" in closed["message"]
 
 
 def test_excluded_causes_are_denied_with_the_exclusions(shop):
