@@ -186,6 +186,15 @@ RULES: tuple[Rule, ...] = (
         ("returns-policy", "proc-process-return", "escalation-rules"),
     ),
     Rule(
+        "return-window-basis",
+        f"The {RETURN_WINDOW_DAYS} days of the return window count from the delivery date in the carrier's tracking "
+        "(the order's last delivered parcel), never from the order date; the last day is delivery + "
+        f"{RETURN_WINDOW_DAYS} days.",
+        "agent",
+        ("get_order_details", "calculate_price", "create_refund"),
+        ("returns-policy", "return-window-dates"),
+    ),
+    Rule(
         "restocking-fee",
         f"Opened items returned as {' or '.join(sorted(RESTOCKING_FEE_REASONS))} pay a {RESTOCKING_FEE_PCT}% "
         f"restocking fee ({', '.join(sorted(RESTOCKING_FEE_EXEMPT_CATEGORIES))} exempt); defective and "
@@ -209,6 +218,15 @@ RULES: tuple[Rule, ...] = (
         "tool",
         ("get_order_details", "calculate_price", "create_refund"),
         ("returns-policy", "order-changes", "payments-billing", "proc-duplicate-charge", "faq-refund-timing"),
+    ),
+    Rule(
+        "disputed-payment",
+        "A disputed payment (a chargeback) is never refunded by an agent: the bank returns the money if the "
+        "dispute goes the customer's way; the agent escalates it to a team lead (a policy_exception) with the "
+        "evidence.",
+        "tool",
+        ("create_refund", "create_escalation"),
+        ("disputed-payments", "payments-billing"),
     ),
     Rule(
         "full-refund-status",

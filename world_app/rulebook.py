@@ -265,6 +265,123 @@ def _scenario_return_window(p: Probe) -> None:
         )
 
 
+def _late_delivered_order() -> Order | None:
+    """A delivered order placed more than the window's days ago whose (last) delivery is inside the window: the
+    order date and the delivery date give different answers."""
+    today = world_today()
+    for order in _orders_with_money(status="fulfilled", shipments__status="delivered"):
+        window = return_window(delivered_at(order.shipments.all()))
+        placed = local_date(order.created_at)
+        late = window.is_open and (today - placed).days > RETURN_WINDOW_DAYS
+        if late and order.total - order.shipping_cost <= REFUND_APPROVAL_LIMIT:
+            return order
+    return None
+
+
+def _window_counts_from_delivery(p: Probe, case: str, order: Order, window: dict) -> None:
+    """The window a tool shows counts from the order's last delivered parcel, to delivery + the window's days."""
+    delivered = delivered_at(order.shipments.all())
+    expected = local_date(delivered) if delivered else None
+    got = window.get("delivered_on")
+    p.expect(got == (expected.isoformat() if expected else None), case, f"the window starts {got}, not {expected}")
+    if expected is not None:
+        last = date.fromordinal(expected.toordinal() + RETURN_WINDOW_DAYS).isoformat()
+        p.expect(window.get("last_day") == last, case, f"the last day is {window.get('last_day')}, not {last}")
+
+
+def _scenario_return_window_basis(p: Probe) -> None:
+    late = _late_delivered_order()
+    if late is None:
+        p.missing("counted from delivery, not the order date", "order placed before the window, delivered inside")
+    else:
+        case = "counted from delivery, not the order date"
+        details = p.allowed(case, "get_order_details", order_id=late.id)
+        _window_counts_from_delivery(p, case, late, details.get("return_window", {}))
+        p.expect(details.get("return_window", {}).get("is_open") is True, case, "the window shows closed")
+        quote = p.allowed(case, "calculate_price", mode="refund", order_id=late.id, opened=False)
+        _window_counts_from_delivery(p, case, late, quote.get("return_window", {}))
+        with p.scratch():
+            args = {"order_id": late.id, "reason": "customer_remorse", "lines": _every_line(late)}
+            result = p.allowed(case, "create_refund", opened=False, **args)
+            _window_counts_from_delivery(p, case, late, result.get("return_window", {}))
+    split = next(
+        (
+            order
+            for order in Order.objects.filter(shipments__status="delivered").order_by("id").distinct()
+            if len({local_date(s.delivered_at) for s in order.shipments.all() if s.status == "delivered"}) > 1
+        ),
+        None,
+    )
+    if split is None:
+        p.missing("several parcels: counted from the last delivered", "order delivered in parcels on different days")
+    else:
+        case = "several parcels: counted from the last delivered"
+        details = p.allowed(case, "get_order_details", order_id=split.id)
+        _window_counts_from_delivery(p, case, split, details.get("return_window", {}))
+    outside = _delivered_order(window_open=False)
+    if outside is None:
+        p.missing("past the last day: the mistake shows", "delivered order past its return window")
+        return
+    case = "past the last day: the mistake shows"
+    with p.scratch():
+        args = {"order_id": outside.id, "reason": "customer_remorse", "lines": _every_line(outside)}
+        result = p.allowed(case, "create_refund", opened=False, **args)
+        window = result.get("return_window", {})
+        _window_counts_from_delivery(p, case, outside, window)
+        p.expect(str(window.get("last_day")) < world_today().isoformat(), case, "the last day is not past")
+        p.expect(
+            Refund.objects.filter(payment__order=outside, reason="customer_remorse").exists(),
+            case,
+            "the wrong refund is not in the world state",
+        )
+
+
+def _disputed_payment() -> tuple[Payment, SupportTicket | None] | None:
+    """A disputed payment, with an open ticket of its customer about the order where one has it."""
+    payments = list(Payment.objects.filter(status="disputed").select_related("order").order_by("id"))
+    for payment in payments:
+        ticket = (
+            SupportTicket.objects.filter(order_id=payment.order_id, customer_id=payment.order.customer_id)
+            .exclude(status__in=CLOSED_TICKET_STATUSES)
+            .order_by("id")
+            .first()
+        )
+        if ticket is not None:
+            return payment, ticket
+    return (payments[0], None) if payments else None
+
+
+def _scenario_disputed_payment(p: Probe) -> None:
+    found = _disputed_payment()
+    if found is None:
+        p.missing("a disputed payment is not refunded", "disputed payment")
+        return
+    payment, ticket = found
+    with p.scratch():
+        p.refused(
+            "a disputed payment is not refunded",
+            "create_refund",
+            order_id=payment.order_id,
+            payment_id=payment.id,
+            reason="other",
+            amount="10.00",
+        )
+    lead = _support_employee(decides_exceptions=True)
+    if ticket is None or lead is None:
+        p.missing("a disputed payment goes to a team lead", "open ticket on the disputed order, and a team lead")
+        return
+    notes = f"The customer disputed {payment.id} with the bank; tracking and delivery evidence attached for finance."
+    with p.scratch():
+        p.allowed(
+            "a disputed payment goes to a team lead",
+            "create_escalation",
+            ticket_id=ticket.id,
+            escalation_type="policy_exception",
+            assigned_to=lead.id,
+            notes=notes,
+        )
+
+
 def _scenario_restocking_fee(p: Probe) -> None:
     order = _delivered_order(window_open=True, fee_line=True)
     if order is None:
@@ -750,6 +867,8 @@ SCENARIOS: dict[str, Callable[[Probe], None]] = {
     "approval-limit": _scenario_approval_limit,
     "policy-exception-decider": _scenario_policy_exception_decider,
     "warranty-coverage": _scenario_warranty_coverage,
+    "return-window-basis": _scenario_return_window_basis,
+    "disputed-payment": _scenario_disputed_payment,
     "warranty-claim-day": _scenario_warranty_claim_day,
     "warranty-remedy": _scenario_warranty_remedy,
     "loyalty-tier": _scenario_loyalty_tier,
@@ -958,6 +1077,17 @@ def _data_warranty_remedy(w: WorldFacts) -> list[str]:
 _EXCEPTION_APPROVER = re.compile(r"approved by [^(]+\((emp-\d+), (team lead|manager)\) on (\d{4}-\d{2}-\d{2})")
 
 
+def _data_disputed_payment(w: WorldFacts) -> list[str]:
+    """No disputed payment carries a refund (the bank returns the money), and its order's notes say why."""
+    out = []
+    for payment in Payment.objects.filter(status="disputed").select_related("order").order_by("id"):
+        if Refund.objects.filter(payment=payment).exclude(status="rejected").exists():
+            out.append(f"{payment.id}: disputed and refunded")
+        if "chargeback" not in (payment.order.notes or "").lower():
+            out.append(f"{payment.id}: disputed, but {payment.order_id}'s notes do not record the chargeback")
+    return out
+
+
 def _data_loyalty_tier(w: WorldFacts) -> list[str]:
     """Every tier is the spend's, or a recorded exception that says who (a team lead or manager), when and why; and
     exceptions stay a handful (LOYALTY_EXCEPTION_SHARE of the accounts, at least one)."""
@@ -1029,6 +1159,7 @@ DATA_CHECKS: dict[str, Callable[[WorldFacts], list[str]]] = {
     "warranty-coverage": _data_warranty_coverage,
     "warranty-remedy": _data_warranty_remedy,
     "loyalty-tier": _data_loyalty_tier,
+    "disputed-payment": _data_disputed_payment,
     "same-customer": _data_same_customer,
     "cancellation": _data_cancellation,
     "one-coupon": _data_one_coupon,

@@ -74,8 +74,9 @@ POLICIES = (
         ["returns", "refunds", "return window", "shipping"],
         f"""\
 Corecraft accepts returns within {RETURN_WINDOW_DAYS} days of delivery. The delivery date is the one in the \
-carrier's tracking for the order's shipment; an order that was never delivered is handled under the delivery \
-problems policy.
+carrier's tracking (for an order in several parcels, its last delivered parcel's), never the order date: the \
+last day to return is the delivery date plus {RETURN_WINDOW_DAYS} days (see which date counts). An order that was \
+never delivered is handled under the delivery problems policy.
 
 An item can be returned if it is in its original condition: unopened, or opened but undamaged, with all \
 accessories and packaging. Items damaged by the customer (physical or liquid damage) are not accepted; items \
@@ -225,7 +226,8 @@ number.
 Duplicate charge: confirm in the order's payments that two payments were captured or completed for the \
 same order. Refund the duplicate payment in full; the shipping rule of the returns policy does not apply, \
 since nothing was bought with it. Refunds over {_dollars(REFUND_APPROVAL_LIMIT)} need a team lead's approval \
-(a policy_exception escalation).""",
+(a policy_exception escalation). A payment the customer disputed with the bank is never refunded by us (see \
+disputed payments and chargebacks).""",
     ),
     (
         "coupons",
@@ -575,6 +577,40 @@ propose one replacement part per error, with its price. Mention warnings separat
 )
 
 
+# Policies written after the manuals (appended after them, so every older article keeps its id).
+LATE_POLICIES = (
+    (
+        "disputed-payments",
+        "Disputed payments and chargebacks",
+        ["payment", "chargeback", "dispute", "billing", "lost parcel"],
+        """\
+When a customer disputes a charge with their card issuer or bank (a chargeback), the payment shows as disputed \
+and the order's notes say when and why. The bank holds that money while it decides: we never refund a disputed \
+payment ourselves, because the bank gives the money back if the dispute goes the customer's way, and a refund as \
+well would pay them twice. Escalate it as a policy_exception to a team lead with the evidence (the tracking \
+scans, the delivery record, the customer's messages); the team lead answers the bank through finance.
+
+A charge on an order that never shipped, or whose parcel the carrier lost: while the payment is not disputed, \
+cancel the order or refund it in full, shipping included (see cancelling an order and delivery problems). Once \
+the customer has disputed it, tell them the bank will return the money when the dispute closes and that they \
+will not be charged twice; do not refund or reship on top of the dispute. A customer who would rather have the \
+parcel again withdraws the dispute with the bank first.""",
+    ),
+    (
+        "return-window-dates",
+        "Return window: which date counts",
+        ["returns", "return window", "delivery date", "split shipment"],
+        f"""\
+The {RETURN_WINDOW_DAYS}-day return window counts from the delivery date in the carrier's tracking, never from the \
+order date or the payment date: an order placed six weeks ago and delivered last week is inside the window. The \
+day of delivery is day 0, so the last day to return is the delivery date plus {RETURN_WINDOW_DAYS} days. An order \
+that came in several parcels counts from the day its last delivered parcel arrived; an order not delivered yet has \
+not started its window (see delivery problems). The order's details show the delivery date and the window's last \
+day, and the agent compares them with the day the customer asked.""",
+    ),
+)
+
+
 def build_knowledge_base(
     *, timeline: Timeline, products: list[Product], line_counts: Counter, scale: float, sink: RowSink
 ) -> KnowledgeBase:
@@ -641,6 +677,8 @@ def build_knowledge_base(
         made += 1
         if made >= manual_count:
             break
+    for index, (slug, title, tags, body) in enumerate(LATE_POLICIES):
+        add(slug, title, "policy", body, tags, written=min(date(2025, 8, 25 + index), timeline.today))
     return kb
 
 
