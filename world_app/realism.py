@@ -8,13 +8,16 @@
   ``disputed_payments``, ``failed_payments``, ``unpaid_orders`` (pending or cancelled with no payment through).
 - ``employees_on_leave`` today and the open tickets still assigned to them; ``discontinued_products``.
 - ``loyalty_tiers``: accounts whose tier the spend rule explains, those with a recorded exception, and any
-  unexplained (a contradiction ``world_rules --check`` also reports).
+  unexplained (a contradiction ``world_rules --check`` also reports); ``retiered_at_review``: accounts the
+  relaunch review moved (they are among those following the spend).
 - ``minority_branches``: delivered orders inside and outside the return window, in and out of warranty, counted
   as the return and warranty families choose cases (similar numbers, so both branches are trained).
 - ``duplicate_accounts``: customers sharing a last name and a phone number or first street address with an
   earlier account.
 - ``search_shapes``: 20 common searches fixed here, each run through its tool at the maximum page size; the
   share whose answer needs a second page (``has_more``).
+- ``subject_paging``: the same per subject: customers whose orders of the last year, products whose buyers and
+  ticket types whose open tickets run past one page, and how many of the trade accounts (the heavy accounts) do.
 """
 
 from __future__ import annotations
@@ -105,6 +108,46 @@ def search_shape_paging() -> dict:
         "shapes": rows,
         "needing_second_page": paged,
         "share_needing_second_page": round(paged / len(rows), 3),
+    }
+
+
+# The casebook's trade accounts (world_app/generator/casebook.py) say so in their notes; the base world's small
+# business accounts carry the first part only.
+BUSINESS_ACCOUNT_NOTE = "Business account:"
+TRADE_ACCOUNT_NOTE = "Orders most weeks"
+
+
+def subject_paging() -> dict:
+    """Per subject rather than store-wide: how many customers' orders of the last year, products' buyers and ticket
+    types' open tickets run past one page at the maximum page size, and whether every trade account's year of orders
+    does (the store's heavy accounts, the ones a support agent pages through)."""
+    year_ago = clock.world_now() - timedelta(days=365)
+    per_customer = dict(
+        Order.objects.filter(created_at__gte=year_ago)
+        .values("customer_id")
+        .annotate(n=Count("id"))
+        .values_list("customer_id", "n")
+    )
+    trade = list(
+        Customer.objects.filter(notes__startswith=BUSINESS_ACCOUNT_NOTE, notes__contains=TRADE_ACCOUNT_NOTE)
+        .order_by("id")
+        .values_list("id", flat=True)
+    )
+    buyers = OrderLineItem.objects.values("product_id").annotate(n=Count("order_id", distinct=True))
+    open_by_type = (
+        SupportTicket.objects.filter(status__in=("new", "open", "pending_customer", "escalated"))
+        .values("ticket_type")
+        .annotate(n=Count("id"))
+    )
+    return {
+        "max_page_size": MAX_LIMIT,
+        "customers_whose_year_of_orders_pages": sum(1 for n in per_customer.values() if n > MAX_LIMIT),
+        "trade_accounts": len(trade),
+        "trade_accounts_whose_year_of_orders_pages": sum(1 for cid in trade if per_customer.get(cid, 0) > MAX_LIMIT),
+        "products_whose_buyers_page": sum(1 for row in buyers if row["n"] > MAX_LIMIT),
+        "ticket_types_whose_open_tickets_page": sorted(
+            row["ticket_type"] for row in open_by_type if row["n"] > MAX_LIMIT
+        ),
     }
 
 
@@ -236,4 +279,5 @@ def world_realism() -> dict:
         "loyalty_tiers": loyalty_tiers(),
         "minority_branches": minority_branches(),
         "search_paging": search_shape_paging(),
+        "subject_paging": subject_paging(),
     }

@@ -109,6 +109,12 @@ def test_world_stats_reports_the_realism_figures_measured_on_the_world(seeded_wo
     # Both branches of the return and warranty tasks, in similar numbers (within a factor of 2.5).
     for sides in realism["minority_branches"].values():
         assert max(sides.values()) <= 2.5 * min(sides.values()), sides
+    # Per subject: every trade account's year of orders, some products' buyers and a ticket type's open tickets
+    # need a second page at the maximum page size.
+    subjects = realism["subject_paging"]
+    assert subjects["trade_accounts"] > 0
+    assert subjects["trade_accounts_whose_year_of_orders_pages"] == subjects["trade_accounts"]
+    assert subjects["products_whose_buyers_page"] > 0 and subjects["ticket_types_whose_open_tickets_page"]
     paging = realism["search_paging"]
     assert paging["max_page_size"] == 50 and len(paging["shapes"]) == 20
     assert not [shape for shape in paging["shapes"] if "error" in shape]  # every shape is a valid search
