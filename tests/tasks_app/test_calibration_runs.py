@@ -89,12 +89,12 @@ def test_the_plan_is_frozen_as_unique_items_and_planning_again_adds_nothing(worl
 def test_bad_run_definitions_are_refused_with_every_reason(two_versions):
     with pytest.raises(ValidationError) as refused:
         calibration_run_create(name="", versions=[], policies=[{"policy": "model"}, {"policy": "guess"}], samples=0)
-    messages = refused.value.messages
-    assert "name: required" in messages
-    assert "versions: choose at least one task version" in messages
-    assert "samples: a whole number from 1 to 256" in messages
-    assert "policies[0].endpoint: an active model endpoint is required" in messages
-    assert any(m.startswith("policies[1].policy: one of") for m in messages)
+    problems = refused.value.message_dict
+    assert problems["name"] == ["required"]
+    assert problems["versions"] == ["choose at least one task version"]
+    assert problems["samples"] == ["a whole number from 1 to 256"]
+    assert problems["policies[0].endpoint"] == ["an active model endpoint is required"]
+    assert problems["policies[1].policy"][0].startswith("one of")
 
 
 def test_start_sends_one_message_per_item_once_committed(two_versions, settings, django_capture_on_commit_callbacks):

@@ -62,21 +62,23 @@ DETERMINISTIC_POLICIES = (RolloutPolicy.REFERENCE, RolloutPolicy.PERTURBED_REFER
 
 
 def calibration_policies_clean(policies: Iterable[Any]) -> list[dict[str, Any]]:
-    """``[{"policy": ..., "endpoint": id|None}]`` checked: known policies, an active endpoint for each model."""
+    """``[{"policy": ..., "endpoint": id|None}]`` checked: known policies, an active endpoint for each model.
+
+    Refused with ``ValidationError({"policies[i].policy": [why], ...})``."""
     cleaned: list[dict[str, Any]] = []
-    problems: list[str] = []
+    problems: dict[str, list[str]] = {}
     for index, entry in enumerate(policies):
         if isinstance(entry, str):
             entry = {"policy": entry}
         policy = (entry or {}).get("policy")
         endpoint = (entry or {}).get("endpoint")
         if policy not in RolloutPolicy.values:
-            problems.append(f"policies[{index}].policy: one of {', '.join(RolloutPolicy.values)}")
+            problems[f"policies[{index}].policy"] = [f"one of {', '.join(RolloutPolicy.values)}"]
             continue
         if policy == RolloutPolicy.MODEL:
             endpoint_id = endpoint.pk if isinstance(endpoint, ModelEndpoint) else endpoint
             if endpoint_id is None or not ModelEndpoint.objects.filter(pk=endpoint_id, is_active=True).exists():
-                problems.append(f"policies[{index}].endpoint: an active model endpoint is required")
+                problems[f"policies[{index}].endpoint"] = ["an active model endpoint is required"]
                 continue
             entry = {"policy": policy, "endpoint": int(endpoint_id)}
         else:
@@ -84,7 +86,7 @@ def calibration_policies_clean(policies: Iterable[Any]) -> list[dict[str, Any]]:
         if entry not in cleaned:
             cleaned.append(entry)
     if not cleaned and not problems:
-        problems.append("policies: choose at least one policy")
+        problems["policies"] = ["choose at least one policy"]
     if problems:
         raise ValidationError(problems)
     return cleaned
@@ -165,19 +167,21 @@ def calibration_run_create(
     judge_config=None,
     user=None,
 ) -> CalibrationRun:
-    """A planned run: its items (version x policy x sample, perturbed references once per perturbation) frozen."""
+    """A planned run: its items (version x policy x sample, perturbed references once per perturbation) frozen.
+
+    Refused with ``ValidationError({argument: [why], ...})`` naming every problem."""
     versions = list(versions)
-    problems = []
+    problems: dict[str, list[str]] = {}
     if not (name or "").strip():
-        problems.append("name: required")
+        problems["name"] = ["required"]
     if not versions:
-        problems.append("versions: choose at least one task version")
+        problems["versions"] = ["choose at least one task version"]
     if not isinstance(samples, int) or samples < 1 or samples > 256:
-        problems.append("samples: a whole number from 1 to 256")
+        problems["samples"] = ["a whole number from 1 to 256"]
     try:
         cleaned = calibration_policies_clean(policies)
     except ValidationError as exc:
-        problems += exc.messages
+        problems.update(exc.message_dict)
     if problems:
         raise ValidationError(problems)
     run = CalibrationRun.objects.create(

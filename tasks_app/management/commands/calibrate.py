@@ -11,6 +11,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
+from corecraft_site.service_errors import error_lines
 from rubrics_app.models import JudgeConfig, ModelEndpoint
 from tasks_app.calibration.services.calibration import (
     calibration_run_create,
@@ -76,7 +77,7 @@ class Command(BaseCommand):
                 user=None,
             )
         except ValidationError as exc:
-            raise CommandError("; ".join(exc.messages)) from None
+            raise CommandError("; ".join(error_lines(exc))) from None
         started = time.monotonic()
         if options["wait"]:
             run = self._wait(run, timeout=options["timeout"])
