@@ -71,7 +71,7 @@ def reference_solution_run(*, version: TaskVersion, user) -> ReferenceRun:
     task_discuss_check(user, version.task)
     solution = ReferenceSolution.model_validate(version.reference_solution or {})
     if not solution.calls and not solution.final_answer:
-        raise ValidationError("reference_solution: record the calls and final answer first")
+        raise ValidationError({"reference_solution": ["record the calls and final answer first"]})
     episode = episode_create(
         snapshot=version.snapshot,
         label=f"task {version.task_id} v{version.number} reference solution",

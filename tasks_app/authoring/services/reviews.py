@@ -80,9 +80,9 @@ def _decide(*, task: Task, user, decision: str, comment: str, status: str, gate_
     return review
 
 
-def _required_comment(comment: str, message: str) -> None:
+def _required_comment(comment: str, why: str) -> None:
     if not (comment or "").strip():
-        raise ValidationError(message)
+        raise ValidationError({"comment": [why]})
 
 
 def review_approve(
@@ -136,7 +136,7 @@ def _review_approve(*, task: Task, user, comment: str, override_reason: str, enf
 @transaction.atomic
 def review_request_changes(*, task: Task, user, comment: str) -> Review:
     """Back to the author's queue with the comment; the author edits and resubmits."""
-    _required_comment(comment, "comment: say what the author should change")
+    _required_comment(comment, "say what the author should change")
     return _decide(
         task=task,
         user=user,
@@ -149,7 +149,7 @@ def review_request_changes(*, task: Task, user, comment: str) -> Review:
 @transaction.atomic
 def review_reject(*, task: Task, user, comment: str) -> Review:
     """The task is not worth fixing: it is retired, with the reason on record."""
-    _required_comment(comment, "comment: say why the task is rejected")
+    _required_comment(comment, "say why the task is rejected")
     return _decide(task=task, user=user, decision=ReviewDecision.REJECT, comment=comment, status=TaskStatus.RETIRED)
 
 
@@ -161,17 +161,17 @@ def comment_add(
     task = Task.objects.select_related("current_version").get(pk=task.pk)
     task_discuss_check(user, task)
     if not (body or "").strip():
-        raise ValidationError("body: a comment needs text")
+        raise ValidationError({"body": ["a comment needs text"]})
     version = version or task.current_version
     if version.task_id != task.pk:
-        raise ValidationError("version: not a version of this task")
+        raise ValidationError({"version": ["not a version of this task"]})
     if criterion_key is not None:
         try:
             criterion_key = uuid.UUID(str(criterion_key))
         except ValueError:
-            raise ValidationError(f"criterion_key: {criterion_key!r} is not a criterion key") from None
+            raise ValidationError({"criterion_key": [f"{criterion_key!r} is not a criterion key"]}) from None
         if not Criterion.objects.filter(version=version, key=criterion_key).exists():
-            raise ValidationError(f"criterion_key: version {version.number} has no criterion {criterion_key}")
+            raise ValidationError({"criterion_key": [f"version {version.number} has no criterion {criterion_key}"]})
     return Comment.objects.create(
         task=task, version=version, criterion_key=criterion_key, author=user, body=body.strip()
     )

@@ -276,7 +276,7 @@ def task_submit_for_review(*, task: Task, user) -> Task:
     if task.status not in (TaskStatus.DRAFT, TaskStatus.CHANGES_REQUESTED):
         raise ValidationError(f"only a draft or a task with changes requested can be submitted, not {task.status}")
     if not Criterion.objects.filter(version_id=task.current_version_id).exists():
-        raise ValidationError("criteria: a task needs at least one criterion before review")
+        raise ValidationError({"criteria": ["a task needs at least one criterion before review"]})
     task.status = TaskStatus.IN_REVIEW
     task.submitted_at = timezone.now()
     task.claimed_by, task.claim_expires_at = None, None

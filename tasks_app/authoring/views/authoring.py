@@ -414,7 +414,7 @@ def task_submit(request: HttpRequest, task_id: int) -> HttpResponse:
         task_submit_for_review(task=task, user=request.user)
     except ValidationError as exc:
         for message in exc.messages:
-            messages.error(request, message.partition(": ")[2] or message)
+            messages.error(request, message)
     else:
         messages.success(request, "Submitted for review. Reviewers see it in their queue now.")
     return redirect("tasks:detail", task.pk)

@@ -313,7 +313,7 @@ def playground_run(request: HttpRequest, task_id: int) -> HttpResponse:
         context = {
             "task": task,
             "run": reference_run_latest(version=task.current_version),
-            "run_error": " ".join(m.partition(": ")[2] or m for m in exc.messages),
+            "run_error": " ".join(exc.messages),
         }
         context["run_rows"] = _run_rows(task, context["run"])
     if request.htmx:

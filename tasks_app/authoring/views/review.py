@@ -75,11 +75,6 @@ DECISIONS = {
 forbidden_as_page = refusal_page(page="review/forbidden.html", htmx_page="review/_forbidden.html")
 
 
-def _messages_of(exc: ValidationError) -> list[str]:
-    """Service errors read "field: why"; a page shows the why."""
-    return [message.partition(": ")[2] or message for message in exc.messages]
-
-
 # --- the queue ----------------------------------------------------------------------------------------------------
 
 
@@ -267,7 +262,7 @@ def bulk_decide(request: HttpRequest) -> HttpResponse:
             comment=request.POST.get("comment", ""),
         )
     except ValidationError as exc:
-        for message in _messages_of(exc):
+        for message in exc.messages:
             messages.error(request, message)
     else:
         done = [o for o in outcomes if o.done]
@@ -405,9 +400,9 @@ def claim(request: HttpRequest, task_id: int) -> HttpResponse:
     try:
         task = review_claim(task=task, user=request.user)
     except ClaimUnavailable as exc:
-        messages.error(request, _messages_of(exc)[0])
+        messages.error(request, exc.messages[0])
     except ValidationError as exc:
-        messages.error(request, "Can't claim: " + "; ".join(_messages_of(exc)))
+        messages.error(request, "Can't claim: " + "; ".join(exc.messages))
     else:
         messages.success(request, f"You hold “{task.title}” until {timezone.localtime(task.claim_expires_at):%H:%M}.")
     return redirect("review:task", task_id=task_id)
@@ -440,7 +435,7 @@ def decide(request: HttpRequest, task_id: int) -> HttpResponse:
         try:
             service(task=task, user=request.user, comment=comment, **extra)
         except ValidationError as exc:
-            errors = _messages_of(exc)
+            errors = exc.messages
         else:
             messages.success(request, f"{done} “{task.title}”.")
             return redirect("review:queue")
@@ -483,7 +478,7 @@ def comment_create(request: HttpRequest, task_id: int) -> HttpResponse:
     try:
         comment_add(task=task, user=request.user, body=body, criterion_key=key)
     except ValidationError as exc:
-        errors = _messages_of(exc)
+        errors = exc.messages
     if not request.htmx:
         if errors:
             messages.error(request, "Comment not added: " + "; ".join(errors))

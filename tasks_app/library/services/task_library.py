@@ -44,6 +44,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from corecraft_site.roles import AUTHOR, REVIEWER
+from corecraft_site.service_errors import error_lines
 from rubrics_app.criteria import criteria_validate, criterion_content_hash
 from tasks_app.authoring.services.reference_solution import reference_solution_validate
 from tasks_app.authoring.services.reviews import GateRefused, comment_add, review_approve, review_claim, review_release
@@ -456,7 +457,7 @@ def library_tasks_load(
                 )
             except ValidationError as exc:
                 report.errors.extend(
-                    m if m.startswith(task.source_key) else f"{task.source_key}: {m}" for m in exc.messages
+                    m if m.startswith(task.source_key) else f"{task.source_key}: {m}" for m in error_lines(exc)
                 )
     return report
 
