@@ -103,22 +103,30 @@ class SimulatedUserSpec(_Strict):
         return self
 
 
+class SimulatedUserInvalid(ValueError):
+    """A simulated-user spec refused: ``problems`` maps each field path (``simulated_user.facts.0.key``) to why;
+    the message lists them as ``path: why``, joined by "; "."""
+
+    def __init__(self, problems: dict[str, list[str]]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(f"{path}: {why}" for path, whys in problems.items() for why in whys))
+
+
 def simulated_user_validate(data: Any) -> dict:
-    """The spec as stored (normalised), or ``{}`` for none; raises ``ValueError`` with every problem as
-    ``<field path>: why``."""
+    """The spec as stored (normalised), or ``{}`` for none; raises ``SimulatedUserInvalid`` with every problem."""
     if data in (None, {}, ""):
         return {}
     if not isinstance(data, Mapping):
-        raise ValueError("simulated_user: a mapping with kind, facts and default_reply")
+        raise SimulatedUserInvalid({"simulated_user": ["a mapping with kind, facts and default_reply"]})
     try:
         spec = SimulatedUserSpec.model_validate(dict(data))
     except ValidationError as exc:
-        problems = []
+        problems: dict[str, list[str]] = {}
         for err in exc.errors(include_url=False):
             path = ".".join(str(p) for p in err["loc"])
             message = err["msg"].removeprefix("Value error, ")
-            problems.append(f"simulated_user.{path}: {message}" if path else f"simulated_user: {message}")
-        raise ValueError("; ".join(problems)) from None
+            problems.setdefault(f"simulated_user.{path}" if path else "simulated_user", []).append(message)
+        raise SimulatedUserInvalid(problems) from None
     return spec.model_dump(mode="json")
 
 

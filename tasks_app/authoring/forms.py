@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from django import forms
-from django.core.exceptions import ValidationError
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import models
 
+from corecraft_site.service_errors import error_fields
 from rubrics_app.criteria import COUNT_OPS, criteria_validate, criterion_text_warnings
 from rubrics_app.models import CriterionCategory, CriterionKind
 from tasks_app.authoring.selectors_authoring import snapshots_for_choice, task_authors
@@ -122,14 +123,13 @@ class TaskForm(forms.Form):
         }
 
     def add_service_errors(self, exc: ValidationError) -> list[str]:
-        """Put each "field: why" message of a service on its field; return the ones that belong to no field."""
+        """Put each error of a service on the field it names; return the others as "field: why" lines."""
         rest = []
-        for message in exc.messages:
-            name, sep, why = message.partition(": ")
-            if sep and name in self.fields:
-                self.add_error(name, why)
+        for field, whys in error_fields(exc).items():
+            if field in self.fields:
+                self.add_error(field, whys)
             else:
-                rest.append(message)
+                rest += [why if field == NON_FIELD_ERRORS else f"{field}: {why}" for why in whys]
         return rest
 
 

@@ -8,6 +8,7 @@ import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import connection
 
+from corecraft_site.service_errors import error_lines
 from tasks_app.authoring.selectors import task_version_diff
 from tasks_app.authoring.services.tasks import TaskConflict, task_retire, task_submit_for_review, task_update
 from tasks_app.models import Criterion, TaskStatus, TaskVersion
@@ -17,7 +18,7 @@ pytestmark = pytest.mark.django_db
 
 
 def messages(exc: pytest.ExceptionInfo) -> str:
-    return " | ".join(exc.value.messages)
+    return " | ".join(error_lines(exc.value))
 
 
 def test_create_makes_a_draft_with_version_one_and_its_criteria():

@@ -35,20 +35,22 @@ def _loc(loc: tuple) -> str:
 
 
 def reference_solution_validate(data: Any) -> dict:
-    """The solution as stored; each problem reads ``reference_solution.calls[i].arguments.x: why``."""
+    """The solution as stored; refused with ``ValidationError({"reference_solution.calls[i].arguments.x": [why]})``
+    naming every problem."""
     try:
         solution = ReferenceSolution.model_validate(data)
     except PydanticValidationError as exc:
-        raise ValidationError(
-            [f"reference_solution{_loc(e['loc'])}: {e['msg']}" for e in exc.errors(include_url=False)]
-        ) from None
-    problems = []
+        problems: dict[str, list[str]] = {}
+        for e in exc.errors(include_url=False):
+            problems.setdefault(f"reference_solution{_loc(e['loc'])}", []).append(e["msg"])
+        raise ValidationError(problems) from None
+    problems = {}
     for index, call in enumerate(solution.calls):
         where = f"reference_solution.calls[{index}]"
         found = get_tool(call.tool)
         if found is None:
             names = ", ".join(t.name for t in all_tools())
-            problems.append(f"{where}.tool: no tool named {call.tool!r}; one of: {names}")
+            problems.setdefault(f"{where}.tool", []).append(f"no tool named {call.tool!r}; one of: {names}")
             continue
         try:
             found.params.model_validate(call.arguments)
@@ -57,7 +59,7 @@ def reference_solution_validate(data: Any) -> dict:
                 reason = "required" if err["type"] == "missing" else err["msg"].removeprefix("Value error, ")
                 if err["type"] == "extra_forbidden":
                     reason = f"{call.tool} takes no such argument"
-                problems.append(f"{where}.arguments{_loc(err['loc'])}: {reason}")
+                problems.setdefault(f"{where}.arguments{_loc(err['loc'])}", []).append(reason)
     if problems:
         raise ValidationError(problems)
     return solution.model_dump(mode="json")

@@ -15,7 +15,7 @@ from tasks_app.authoring.services.reference_solution import reference_solution_v
 from tasks_app.models import Criterion, Difficulty, Task, TaskStatus, TaskType, TaskVersion
 from tasks_app.permissions import task_create_check, task_edit_check, task_retire_check
 from world_app.contract import CONVERSATION_TOOLS
-from world_app.conversation import simulated_user_validate
+from world_app.conversation import SimulatedUserInvalid, simulated_user_validate
 from world_app.models import WorldSnapshot
 
 # The authored fields a version holds, besides its criteria.
@@ -52,34 +52,41 @@ class TaskConflict(Exception):
 
 
 def _clean_fields(fields: dict[str, Any]) -> dict[str, Any]:
-    problems = []
+    """The task's fields checked; refused with ``ValidationError({field: [why], ...})`` naming every problem."""
+    problems: dict[str, list[str]] = {}
+
+    def refuse(field: str, why: str) -> None:
+        problems.setdefault(field, []).append(why)
+
     title = (fields.get("title") or "").strip()
     if not title:
-        problems.append("title: required")
+        refuse("title", "required")
     if fields.get("task_type") not in TaskType.values:
-        problems.append(f"task_type: one of {', '.join(TaskType.values)}")
+        refuse("task_type", f"one of {', '.join(TaskType.values)}")
     if fields.get("difficulty") not in Difficulty.values:
-        problems.append(f"difficulty: one of {', '.join(Difficulty.values)}")
+        refuse("difficulty", f"one of {', '.join(Difficulty.values)}")
     if not (fields.get("instruction") or "").strip():
-        problems.append("instruction: required (the message the agent receives)")
+        refuse("instruction", "required (the message the agent receives)")
     if fields.get("snapshot") is None:
-        problems.append("snapshot: required (publish a world snapshot first)")
+        refuse("snapshot", "required (publish a world snapshot first)")
     tags = fields.get("tags") or []
     if not isinstance(tags, list | tuple) or not all(isinstance(t, str) and t.strip() for t in tags):
-        problems.append("tags: a list of non-empty texts")
+        refuse("tags", "a list of non-empty texts")
     solution = fields.get("reference_solution") or {}
     try:
         solution = reference_solution_validate(solution) if solution else {}
     except ValidationError as exc:
-        problems.extend(exc.messages)
+        for field, whys in exc.message_dict.items():
+            problems.setdefault(field, []).extend(whys)
     user: dict = {}
     try:
         user = simulated_user_validate(fields.get("simulated_user") or {})
-    except ValueError as exc:
-        problems.extend(str(exc).split("; "))
+    except SimulatedUserInvalid as exc:
+        for field, whys in exc.problems.items():
+            problems.setdefault(field, []).extend(whys)
     asks = [c.get("tool") for c in solution.get("calls") or [] if c.get("tool") in CONVERSATION_TOOLS]
     if asks and not user and not problems:
-        problems.append("reference_solution: it asks the user (ask_user) but the task has no simulated_user to answer")
+        refuse("reference_solution", "it asks the user (ask_user) but the task has no simulated_user to answer")
     if problems:
         raise ValidationError(problems)
     return {
@@ -247,11 +254,11 @@ def task_update(
     else:
         inputs = criteria_validate(list(criteria))
         known = set(Criterion.objects.filter(version__task=task).values_list("key", flat=True))
-        unknown = [
-            f"criteria[{i}].key: {c.key} is no criterion of this task"
+        unknown = {
+            f"criteria[{i}].key": [f"{c.key} is no criterion of this task"]
             for i, c in enumerate(inputs)
             if c.key and c.key not in known
-        ]
+        }
         if unknown:
             raise ValidationError(unknown)
         rows = _criteria_rows(inputs)

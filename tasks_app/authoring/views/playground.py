@@ -17,6 +17,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from corecraft_site.service_errors import error_lines
 from tasks_app.authoring.forms import tool_argument_fields, tool_arguments_from_post, tool_choices
 from tasks_app.authoring.selectors import reference_run_latest
 from tasks_app.authoring.selectors_authoring import version_criteria
@@ -274,7 +275,7 @@ def _save(request: HttpRequest, task: Task, state: dict[str, Any]) -> tuple[Task
             "Your draft is kept: reload the page to see their version, then save again."
         }
     except ValidationError as exc:
-        return task, {"draft_error": "The draft can't be saved:", "draft_problems": exc.messages}
+        return task, {"draft_error": "The draft can't be saved:", "draft_problems": error_lines(exc)}
     fresh = _load(saved.pk)
     if fresh.current_version_id == task.current_version_id:
         return fresh, {"draft_notice": "Nothing changed: the saved reference solution is the same."}

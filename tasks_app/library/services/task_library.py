@@ -58,7 +58,7 @@ from tasks_app.calibration.services.gates import (
 )
 from tasks_app.models import Difficulty, Task, TaskStatus, TaskType, TaskVersion
 from world_app.contract import CONVERSATION_TOOLS
-from world_app.conversation import facts_disclosed, simulated_user_validate
+from world_app.conversation import SimulatedUserInvalid, facts_disclosed, simulated_user_validate
 from world_app.episodes import scratch_world
 from world_app.episodes.errors import SnapshotNotPublished
 from world_app.models import WORLD_MODELS
@@ -215,12 +215,12 @@ def library_task_validate(data: Any, *, source_key: str | None = None, where: st
         try:
             solution = reference_solution_validate(data["reference_solution"])
         except ValidationError as exc:
-            problems.extend(f"{where}: {m}" for m in exc.messages)
+            problems.extend(f"{where}: {m}" for m in error_lines(exc))
     user: dict = {}
     try:
         user = simulated_user_validate(data.get("simulated_user"))
-    except ValueError as exc:
-        problems.extend(f"{where}: {m}" for m in str(exc).split("; "))
+    except SimulatedUserInvalid as exc:
+        problems.extend(f"{where}: {path}: {why}" for path, whys in exc.problems.items() for why in whys)
     problems.extend(f"{where}: {m}" for m in _conversation_problems(user, criteria, solution))
     if problems:
         raise ValidationError(problems)
