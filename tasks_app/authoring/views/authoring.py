@@ -23,15 +23,9 @@ from django.views.decorators.http import require_GET, require_POST
 from corecraft_site.refusals import forbidden_as_page as refusal_page
 from corecraft_site.roles import ADMIN, AUTHOR, user_roles
 from rubrics_app.models import CriterionCategory, CriterionKind
-from tasks_app.authoring.forms import (
-    ARG_OPS,
-    FILTER_OPS,
+from tasks_app.authoring.criterion_draft import ARG_OPS, FILTER_OPS, RESPONSE_OPS, STATE_OPS, CriterionDraft
+from tasks_app.authoring.criterion_editor import (
     PREFIX,
-    RESPONSE_OPS,
-    STATE_OPS,
-    CriterionDraft,
-    TaskFilterForm,
-    TaskForm,
     criteria_apply,
     criteria_from_post,
     criterion_draft_from_post,
@@ -41,6 +35,7 @@ from tasks_app.authoring.forms import (
     tool_argument_names,
     tool_choices,
 )
+from tasks_app.authoring.forms import TaskFilterForm, TaskForm
 from tasks_app.authoring.selectors import reference_run_latest, task_history, task_version_diff
 from tasks_app.authoring.selectors_authoring import (
     snapshots_for_choice,

@@ -18,12 +18,13 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from corecraft_site.service_errors import error_lines
-from tasks_app.authoring.forms import tool_argument_fields, tool_arguments_from_post, tool_choices
+from tasks_app.authoring.criterion_editor import tool_choices
 from tasks_app.authoring.selectors import reference_run_latest
 from tasks_app.authoring.selectors_authoring import version_criteria
 from tasks_app.authoring.services.reference_solution import reference_solution_run, reference_solution_validate
 from tasks_app.authoring.services.tasks import EDITABLE_STATUSES, TaskConflict
 from tasks_app.authoring.services.tasks import task_update as task_update_service
+from tasks_app.authoring.tool_forms import tool_argument_fields, tool_arguments_from_post
 from tasks_app.authoring.views.authoring import _load, allowed, forbidden_as_page
 from tasks_app.models import Task
 from tasks_app.permissions import task_discuss_check, task_edit_check
