@@ -20,7 +20,7 @@ the same tool calls in process (``trainer_episode_tool_call``, no HTTP).
 tau2-bench has no HTTP API to compare with (its tools are Python calls: see ``bench/tools.py``).
 
 It prints a table, then last a one-line JSON object with every figure.
-Bars (issue 18): tool call p50 <= 4 ms, open <= 6 ms, finish <= 15 ms, <= 1 Postgres statement per tool call.
+Bars: tool call p50 <= 4 ms, open <= 6 ms, finish <= 15 ms, <= 1 Postgres statement per tool call.
 """
 
 from __future__ import annotations

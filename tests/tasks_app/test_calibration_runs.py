@@ -17,7 +17,7 @@ from django.db import IntegrityError, connection, transaction
 
 from corecraft_site.llm.scripted_server import Fault, Reply, ScriptedLLMServer
 from rubrics_app.models import JudgeConfig
-from tasks_app.calibration.rollouts.policies import perturbation_keys
+from tasks_app.calibration.rollouts.replays import perturbation_keys
 from tasks_app.calibration.services.calibration import (
     EXECUTE_LOCK,
     calibration_item_execute,
@@ -300,7 +300,7 @@ def test_the_calibrate_command_prints_a_json_summary(world, two_versions):
 def test_the_red_team_policy_plays_every_policy_flags_the_task_stores_its_gate_and_ends_with_one_json_line(
     world, two_versions
 ):
-    from tasks_app.calibration.rollouts.policies import red_team_keys
+    from tasks_app.calibration.rollouts.replays import red_team_keys
     from tasks_app.models import RubricGate
 
     version = two_versions[0]
@@ -330,7 +330,7 @@ def test_the_red_team_policy_plays_every_policy_flags_the_task_stores_its_gate_a
 
 
 def test_a_red_team_run_is_planned_from_the_current_gate_and_without_one_from_a_replay(two_versions):
-    from tasks_app.calibration.rollouts.policies import red_team_keys
+    from tasks_app.calibration.rollouts.replays import red_team_keys
     from tasks_app.calibration.services.calibration import calibration_run_create
     from tasks_app.calibration.services.gates import rubric_gate_ensure
 

@@ -10,7 +10,7 @@ from corecraft_site.llm.scripted_server import Fault, Reply, ScriptedLLMServer, 
 from rubrics_app.endpoints import endpoint_client, model_endpoint_test, request_sampling
 from tasks_app.calibration.rollouts import rollout_create, rollout_execute
 from tasks_app.calibration.rollouts.agent import AgentLimits, system_prompt
-from tasks_app.calibration.rollouts.policies import perturbation_keys
+from tasks_app.calibration.rollouts.replays import perturbation_keys
 from tasks_app.models import Rollout, RolloutPolicy, RolloutStatus
 from tests.tasks_app.rollout_helpers import (
     ANSWER,

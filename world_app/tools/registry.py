@@ -48,8 +48,8 @@ CONVERSATION_GROUP = "conversation"
 ToolGroup = Literal["search", "read", "compute", "write", "conversation"]
 SchemaFormat = Literal["registry", "openai", "openai-strict", "compact", "mcp"]
 SCHEMA_FORMATS = ("registry", "openai", "openai-strict", "compact", "mcp")
-# Importing a family module registers its tools; the order here is the order of the list.
-FAMILY_MODULES = (
+# Importing a tool module registers its tools; the order here is the order of the list.
+TOOL_MODULES = (
     "world_app.tools.search",
     "world_app.tools.read",
     "world_app.tools.compute",
@@ -131,16 +131,16 @@ def _with_policy_numbers(text: str, name: str) -> str:
 
 
 @cache
-def _load_families() -> None:
+def _load_tool_modules() -> None:
     # Once per process: every call of a tool asks, and the answer never changes.
-    for module in FAMILY_MODULES:
+    for module in TOOL_MODULES:
         importlib.import_module(module)
 
 
 def all_tools() -> list[Tool]:
     """Every tool of the agent contract: the 23 world tools by group (search, read, compute, write) and then in
     the order its module defines them, then the conversation tools."""
-    _load_families()
+    _load_tool_modules()
     return sorted(_REGISTRY.values(), key=lambda t: GROUPS.index(t.group))
 
 
@@ -160,7 +160,7 @@ def is_conversation_tool(name: str) -> bool:
 
 
 def get_tool(name: str) -> Tool | None:
-    _load_families()
+    _load_tool_modules()
     return _REGISTRY.get(name)
 
 

@@ -18,7 +18,7 @@ from tasks_app.calibration.rollouts.agent import (
     agent_loop,
     endpoint_tools,
 )
-from tasks_app.calibration.rollouts.policies import perturbation_for, red_team_policy_for, replay_solution
+from tasks_app.calibration.rollouts.replays import perturbation_for, red_team_policy_for, replay_solution
 from tasks_app.models import Rollout, RolloutPolicy, RolloutStatus, TaskVersion
 from world_app.contract import agent_contract
 from world_app.episodes import episode_close, episode_create

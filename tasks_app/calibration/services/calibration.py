@@ -123,7 +123,7 @@ def _gate_red_team_keys(version: TaskVersion) -> list[str]:
 def _plan_version_items(
     *, run: CalibrationRun, versions: Sequence[TaskVersion], gate_keys: dict[int, list[str]]
 ) -> list[CalibrationItem]:
-    from tasks_app.calibration.rollouts.policies import perturbation_keys, red_team_keys
+    from tasks_app.calibration.rollouts.replays import perturbation_keys, red_team_keys
 
     items = []
     for version in versions:

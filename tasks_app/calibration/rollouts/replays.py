@@ -1,4 +1,5 @@
-"""The policies a rollout can follow besides a model: the version's reference solution, and perturbed copies.
+"""Replayed rollouts: the rollout policies besides a model (the version's reference solution, its perturbed and
+red-team copies), replayed call by call.
 
 A replay runs the solution's calls in the episode in order, then gives its final answer. The trajectory is written
 in the same shape a model's is (OpenAI messages with one assistant tool call per call, and the tool results), so
