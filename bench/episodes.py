@@ -26,6 +26,9 @@ import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.measuring import pct
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "corecraft_site.settings")
 
 import django
@@ -60,11 +63,6 @@ LABEL = "bench/episodes.py"
 TARGET_RESET_P50_MS = 5.0
 TARGET_SPEEDUP_VS_CLONE = 20.0
 TARGET_OPEN_RSS_BYTES = 2 * 2**30
-
-
-def pct(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def timed_ms(fn, repeat: int) -> list[float]:

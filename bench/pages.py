@@ -31,7 +31,6 @@ import json
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -43,6 +42,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.measuring import free_port, gunicorn_start, pct  # noqa: E402
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "corecraft_site.settings")
 
 LABEL = "bench/pages.py"
@@ -78,11 +80,6 @@ def bench_database_url(explicit: str | None) -> str:
         return explicit
     base = urlsplit(os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/corecraft"))
     return urlunsplit(base._replace(path=f"/{BENCH_DB}"))
-
-
-def pct(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 # --- the load process ---------------------------------------------------------------------------------------------
@@ -390,53 +387,6 @@ def ensure_data(count: int) -> tuple[dict[str, list], WorldSnapshot]:
 # --- HTTP ---------------------------------------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def start_server(port: int) -> subprocess.Popen:
-    env = {
-        **os.environ,
-        "DEBUG": "false",
-        "SECRET_KEY": SECRET_KEY,
-        "DATABASE_URL": DATABASE_URL,
-        "DB_POOL": "1",
-        "DJANGO_SETTINGS_MODULE": "corecraft_site.settings",
-    }
-    command = [
-        str(ROOT / ".venv" / "bin" / "gunicorn"),
-        "corecraft_site.wsgi:application",
-        "--bind",
-        f"127.0.0.1:{port}",
-        "--workers",
-        "2",
-        "--worker-class",
-        "gthread",
-        "--threads",
-        "2",
-        "--keep-alive",
-        "30",
-        "--log-level",
-        "warning",
-    ]
-    server = subprocess.Popen(command, cwd=ROOT, env=env, start_new_session=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            sys.exit(f"gunicorn exited with {server.returncode}")
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            conn.request("GET", "/healthz")
-            if conn.getresponse().status == 200:
-                return server
-        except OSError:
-            pass
-        time.sleep(0.25)
-    sys.exit("gunicorn did not come up")
-
-
 def session_cookie(user) -> str:
     from importlib import import_module
 
@@ -575,7 +525,9 @@ def main() -> None:
 
     load_before = os.getloadavg()[0]
     port = free_port()
-    server = start_server(port)
+    server = gunicorn_start(
+        port, env={"SECRET_KEY": SECRET_KEY, "DATABASE_URL": DATABASE_URL, "DB_POOL": "1"}, workers=2, threads=2
+    )
     cookie = session_cookie(lead)
     load_cookie = session_cookie(users["reviewers"][0])  # a reviewer: the queue and diffs are theirs to see
     figures: dict[str, dict] = {}

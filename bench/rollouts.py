@@ -39,6 +39,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.measuring import pct  # noqa: E402
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "corecraft_site.settings")
 # Rollouts hand their connection back to the pool while the model thinks; a few spare for the judge's reads.
 os.environ.setdefault("DB_POOL_MAX", "24")
@@ -65,11 +68,6 @@ TARGET_OVERHEAD = 0.10  # with spread latencies; lock-step (every rollout answer
 TARGET_OVERHEAD_LOCKSTEP = 0.25
 VERDICT_PASSES = 3
 PHASE_ROLLOUTS = 8
-
-
-def pct(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def world_ready() -> None:

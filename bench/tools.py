@@ -22,8 +22,6 @@ import http.client
 import json
 import os
 import signal
-import socket
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -32,6 +30,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.measuring import free_port, gunicorn_start, pct  # noqa: E402
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "corecraft_site.settings")
 
 LABEL = "bench/tools.py"
@@ -90,11 +91,6 @@ from world_app.tools import call_tool, world_tools  # noqa: E402
 from world_app.tools.coverage import warranty_coverage  # noqa: E402
 
 ArgumentsFor = Callable[[int], dict]
-
-
-def pct(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 # --- the world ----------------------------------------------------------------------------------------------------
@@ -390,55 +386,6 @@ def bench_step_overhead(snapshot, samples: int = 100) -> list[float]:
 # --- over HTTP ----------------------------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _server(port: int) -> subprocess.Popen:
-    env = {
-        **os.environ,
-        "DEBUG": "false",
-        "SECRET_KEY": "bench-tools-not-secret",
-        "LOG_LEVEL": "WARNING",
-        "DJANGO_SETTINGS_MODULE": "corecraft_site.settings",
-    }
-    command = [
-        str(ROOT / ".venv" / "bin" / "gunicorn"),
-        "corecraft_site.wsgi:application",
-        "--bind",
-        f"127.0.0.1:{port}",
-        "--workers",
-        "1",
-        "--worker-class",
-        "gthread",
-        "--threads",
-        "1",
-        "--keep-alive",
-        "30",
-        "--log-level",
-        "warning",
-    ]
-    return subprocess.Popen(command, cwd=ROOT, env=env, start_new_session=True)
-
-
-def _wait_until_up(port: int, process: subprocess.Popen, timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            sys.exit(f"gunicorn exited with {process.returncode}")
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            conn.request("GET", "/healthz")
-            if conn.getresponse().status == 200:
-                return
-        except OSError:
-            pass
-        time.sleep(0.25)
-    sys.exit("gunicorn did not come up")
-
-
 def _token() -> str:
     """A fresh API token (episodes scope) of the bench user: the world API takes the same bearer tokens."""
     from django.contrib.auth import get_user_model
@@ -456,10 +403,11 @@ def _request(conn: http.client.HTTPConnection, method: str, path: str, headers: 
 
 
 def bench_http(snapshot, samples: int) -> dict[str, dict]:
-    port = _free_port()
-    server = _server(port)
+    port = free_port()
+    server = gunicorn_start(
+        port, env={"SECRET_KEY": "bench-tools-not-secret", "LOG_LEVEL": "WARNING"}, workers=1, threads=1
+    )
     try:
-        _wait_until_up(port, server)
         headers = {"Authorization": f"Bearer {_token()}", "Content-Type": "application/json"}
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
         status, episode = _request(

@@ -344,6 +344,18 @@ def says_number(text: str, value: Decimal | float | str, **kw) -> dict:
     return criterion("response", text, spec, **{"category": "correctness", "weight": 2, **kw})
 
 
+def restocking_fee_said(fee: Decimal, *, opened: bool, charged: str) -> tuple[str, dict]:
+    """The reply's sentence on a return's restocking fee and the criterion that checks it: ``charged`` when there
+    is a fee (its amount stated), else why there is none (unopened, or an exempt category)."""
+    if fee > 0:
+        return charged, says_number(f"The reply states the restocking fee ({dollars(fee)}).", fee, weight=1)
+    why = "it is unopened" if not opened else "this category is exempt"
+    return f"No restocking fee applies, since {why}.", says_pattern(
+        "The reply says no restocking fee applies.",
+        r"no restocking fee|restocking fee (?:does not|doesn't)",
+    )
+
+
 def judged(text: str, *, category: str = "tone", **kw) -> dict:
     return criterion("llm", text, {}, category=category, **kw)
 

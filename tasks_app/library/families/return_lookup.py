@@ -37,6 +37,7 @@ from .base import (
     pick,
     remorse_refund_state,
     reply_tone,
+    restocking_fee_said,
     says,
     says_number,
     says_pattern,
@@ -170,16 +171,11 @@ class ReturnLookupFamily(ReturnLineFamily):
             fee = Decimal(result["refund"]["restocking_fee"])
             if amount > REFUND_APPROVAL_LIMIT:
                 return None
-            if fee > 0:
-                fee_sentence = f"As it was opened, a {RESTOCKING_FEE_PCT}% restocking fee of {dollars(fee)} applies."
-                fee_criterion = says_number(f"The reply states the restocking fee ({dollars(fee)}).", fee, weight=1)
-            else:
-                why = "it is unopened" if not opened else "this category is exempt"
-                fee_sentence = f"No restocking fee applies, since {why}."
-                fee_criterion = says_pattern(
-                    "The reply says no restocking fee applies.",
-                    r"no restocking fee|restocking fee (?:does not|doesn't)",
-                )
+            fee_sentence, fee_criterion = restocking_fee_said(
+                fee,
+                opened=opened,
+                charged=f"As it was opened, a {RESTOCKING_FEE_PCT}% restocking fee of {dollars(fee)} applies.",
+            )
             answer = (
                 f"Hi {customer.first_name}, I found the {product} on your order {order.id}. Our records show it "
                 f"was delivered on {long_date(window.delivered_on)}, so it is within our {RETURN_WINDOW_DAYS}-day "

@@ -28,6 +28,7 @@ from .base import (
     pick,
     remorse_refund_state,
     reply_tone,
+    restocking_fee_said,
     says_number,
     says_pattern,
     state,
@@ -142,18 +143,13 @@ class ReturnRequestFamily(ReturnLineFamily):
             fee = Decimal(result["refund"]["restocking_fee"])
             if amount > REFUND_APPROVAL_LIMIT:
                 return None
-            if fee > 0:
-                fee_sentence = (
+            fee_sentence, fee_criterion = restocking_fee_said(
+                fee,
+                opened=opened,
+                charged=(
                     f"Because the item was opened, a {RESTOCKING_FEE_PCT}% restocking fee of {dollars(fee)} applies."
-                )
-                fee_criterion = says_number(f"The reply states the restocking fee ({dollars(fee)}).", fee, weight=1)
-            else:
-                why = "it is unopened" if not opened else "this category is exempt"
-                fee_sentence = f"No restocking fee applies, since {why}."
-                fee_criterion = says_pattern(
-                    "The reply says no restocking fee applies.",
-                    r"no restocking fee|restocking fee (?:does not|doesn't)",
-                )
+                ),
+            )
             answer = (
                 f"Hi {customer.first_name}, your return of the {product} is accepted: it was delivered on "
                 f"{long_date(window.delivered_on)}, within our {RETURN_WINDOW_DAYS}-day window.\n"
