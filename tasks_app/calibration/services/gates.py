@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[3]  # the repository (this is tasks_app/
 GATE_CODE_PATHS = (
     "tasks_app/red_team.py",
     "world_app/conversation.py",
-    "tasks_app/perturbations.py",
+    "tasks_app/perturbations",
     "rubrics_app/judgement.py",
     "rubrics_app/programmatic.py",
     "rubrics_app/answer_facts.py",
