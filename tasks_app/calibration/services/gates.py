@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[3]  # the repository (this is tasks_app/
 # that scores them, and the tools whose results the policies replay. Editing any of them makes every stored gate
 # stale. Directories mean every .py file under them.
 GATE_CODE_PATHS = (
-    "tasks_app/red_team.py",
+    "tasks_app/red_team",
     "world_app/conversation.py",
     "tasks_app/perturbations",
     "rubrics_app/judgement.py",
