@@ -1,12 +1,85 @@
-"""Reads behind reviewing at keyboard speed: the next and previous item of a reviewer's queue, and the first one free
-to claim, in the queue's own order and filters."""
+"""Reads behind the review queue: its filters read from a query string, the queue they select, the next and
+previous item of a reviewer's queue, and the first one free to claim, in the queue's own order and filters."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+from urllib.parse import urlencode
 
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from tasks_app.models import SavedFilter, Task
+from tasks_app.authoring.selectors import review_queue, review_queue_authors
+from tasks_app.calibration.selectors import FLAG_FILTERS, SORTS, tasks_calibrated
+from tasks_app.models import SavedFilter, Task, TaskType
+
+QUEUE_FILTERS = ("type", "author", "age", "flag", "sort")
+
+
+@dataclass(frozen=True)
+class FilteredQueue:
+    """A reviewer's queue under the filters of a query string: the tasks, the values read, an error per filter
+    that could not be read (left out of the selection), the authors with a task waiting, and the query string of
+    the filters kept."""
+
+    tasks: QuerySet[Task]
+    values: dict[str, Any]
+    errors: dict[str, str]
+    authors: list
+
+    @property
+    def query(self) -> str:
+        return urlencode({name: value for name, value in self.values.items() if value and name not in self.errors})
+
+
+def _queue_filters(params, authors) -> tuple[dict[str, Any], dict[str, str]]:
+    values = {name: str(params.get(name, "")).strip() for name in QUEUE_FILTERS}
+    errors: dict[str, str] = {}
+    if values["flag"] not in FLAG_FILTERS:
+        errors["flag"] = "Pick a calibration filter from the list."
+    if values["sort"] not in SORTS:
+        errors["sort"] = "Pick an order from the list."
+    if values["type"] and values["type"] not in TaskType.values:
+        errors["type"] = "Pick a task type from the list."
+    if values["author"] and values["author"] not in {str(a.pk) for a in authors}:
+        errors["author"] = "Nobody by that id has a task waiting."
+    if values["age"]:
+        try:
+            days = int(values["age"])
+        except ValueError:
+            days = -1
+        if days < 0 or days > 3650:
+            errors["age"] = "A whole number of days, 0 or more."
+    return values, errors
+
+
+def review_queue_filtered(*, reviewer, params) -> FilteredQueue:
+    """``reviewer``'s queue with the filters and order of ``params`` (a query dict, or a form that carries one)."""
+    authors = list(review_queue_authors(reviewer=reviewer))
+    values, errors = _queue_filters(params, authors)
+    tasks = review_queue(
+        reviewer=reviewer,
+        task_type=values["type"] if values["type"] and "type" not in errors else None,
+        author=next((a for a in authors if str(a.pk) == values["author"] and "author" not in errors), None),
+        older_than=(
+            timezone.now() - timedelta(days=int(values["age"])) if values["age"] and "age" not in errors else None
+        ),
+    )
+    tasks = tasks_calibrated(
+        tasks,
+        flag=values["flag"] if "flag" not in errors else "",
+        sort=values["sort"] if "sort" not in errors else "",
+    )
+    return FilteredQueue(tasks=tasks, values=values, errors=errors, authors=authors)
+
+
+def review_queue_claim_states(tasks: list[Task], *, user, now: datetime) -> None:
+    """Mark each task ``claim_state``: "mine" (``user`` holds it), "other" (someone else does) or "free"."""
+    for task in tasks:
+        held = task.claimed_by_id is not None and task.claim_expires_at and task.claim_expires_at > now
+        task.claim_state = ("mine" if task.claimed_by_id == user.pk else "other") if held else "free"
 
 
 def _open_to(user) -> Q:

@@ -8,7 +8,6 @@ a 500).
 from __future__ import annotations
 
 import json
-from datetime import timedelta
 from typing import Any
 from urllib.parse import urlencode
 
@@ -28,14 +27,19 @@ from tasks_app.authoring.criterion_words import criterion_spec_summary
 from tasks_app.authoring.selectors import (
     author_queue,
     reference_run_latest,
-    review_queue,
-    review_queue_authors,
     task_comments,
     task_for_review,
     task_history,
     task_version_diff,
 )
-from tasks_app.authoring.selectors_review import review_queue_first_free, review_queue_neighbour, saved_filters_of
+from tasks_app.authoring.selectors_review import (
+    QUEUE_FILTERS,
+    review_queue_claim_states,
+    review_queue_filtered,
+    review_queue_first_free,
+    review_queue_neighbour,
+    saved_filters_of,
+)
 from tasks_app.authoring.services.review_bulk import review_bulk_decide
 from tasks_app.authoring.services.reviews import (
     ClaimUnavailable,
@@ -48,7 +52,7 @@ from tasks_app.authoring.services.reviews import (
     review_request_changes,
 )
 from tasks_app.authoring.services.saved_filters import saved_filter_delete, saved_filter_save
-from tasks_app.calibration.selectors import FLAG_FILTERS, SORTS, tasks_calibrated, with_cells
+from tasks_app.calibration.selectors import FLAG_FILTERS, SORTS, with_cells
 from tasks_app.calibration.services.gates import gate_checklist, rubric_gate_current, rubric_gate_ensure
 from tasks_app.models import (
     Comment,
@@ -78,56 +82,6 @@ forbidden_as_page = refusal_page(page="review/forbidden.html", htmx_page="review
 # --- the queue ----------------------------------------------------------------------------------------------------
 
 
-QUEUE_FILTERS = ("type", "author", "age", "flag", "sort")
-
-
-def _queue_filters(params, authors) -> tuple[dict[str, Any], dict[str, str]]:
-    """The queue's filters from ``params`` (the query string, or a form that carries it), and an error per field
-    that could not be read."""
-    values = {name: str(params.get(name, "")).strip() for name in QUEUE_FILTERS}
-    errors: dict[str, str] = {}
-    if values["flag"] not in FLAG_FILTERS:
-        errors["flag"] = "Pick a calibration filter from the list."
-    if values["sort"] not in SORTS:
-        errors["sort"] = "Pick an order from the list."
-    if values["type"] and values["type"] not in TaskType.values:
-        errors["type"] = "Pick a task type from the list."
-    if values["author"] and values["author"] not in {str(a.pk) for a in authors}:
-        errors["author"] = "Nobody by that id has a task waiting."
-    if values["age"]:
-        try:
-            days = int(values["age"])
-        except ValueError:
-            days = -1
-        if days < 0 or days > 3650:
-            errors["age"] = "A whole number of days, 0 or more."
-    return values, errors
-
-
-def _filtered_queue(request: HttpRequest, params) -> tuple[Any, dict[str, Any], dict[str, str], list]:
-    """The reviewer's queue with the filters and order of ``params`` (a query dict), the values read and errors."""
-    authors = list(review_queue_authors(reviewer=request.user))
-    values, errors = _queue_filters(params, authors)
-    tasks = review_queue(
-        reviewer=request.user,
-        task_type=values["type"] if values["type"] and "type" not in errors else None,
-        author=next((a for a in authors if str(a.pk) == values["author"] and "author" not in errors), None),
-        older_than=(
-            timezone.now() - timedelta(days=int(values["age"])) if values["age"] and "age" not in errors else None
-        ),
-    )
-    tasks = tasks_calibrated(
-        tasks,
-        flag=values["flag"] if "flag" not in errors else "",
-        sort=values["sort"] if "sort" not in errors else "",
-    )
-    return tasks, values, errors, authors
-
-
-def _queue_query(values: dict[str, Any], errors: dict[str, str]) -> str:
-    return urlencode({name: value for name, value in values.items() if value and name not in errors})
-
-
 @require_GET
 @login_required
 @forbidden_as_page
@@ -139,19 +93,17 @@ def queue(request: HttpRequest) -> HttpResponse:
 
 
 def _queue_page(request: HttpRequest, params, *, save_name: str = "", save_errors=None) -> HttpResponse:
-    tasks, values, errors, authors = _filtered_queue(request, params)
-    page = Paginator(tasks, PAGE_SIZE).get_page(params.get("page"))
+    queue = review_queue_filtered(reviewer=request.user, params=params)
+    page = Paginator(queue.tasks, PAGE_SIZE).get_page(params.get("page"))
     with_cells(page.object_list)
     now = timezone.now()
-    for task in page.object_list:
-        held = task.claimed_by_id is not None and task.claim_expires_at and task.claim_expires_at > now
-        task.claim_state = ("mine" if task.claimed_by_id == request.user.pk else "other") if held else "free"
-    query = _queue_query(values, errors)
+    review_queue_claim_states(page.object_list, user=request.user, now=now)
+    errors, query = queue.errors, queue.query
     context = {
         "page": page,
-        "filters": values,
+        "filters": queue.values,
         "errors": errors,
-        "authors": authors,
+        "authors": queue.authors,
         "task_types": TaskType.choices,
         "flag_filters": FLAG_FILTERS.items(),
         "sorts": [(key, label) for key, (label, _) in SORTS.items()],
@@ -175,8 +127,7 @@ def filter_save(request: HttpRequest) -> HttpResponse:
     unknown or invalid one is left out) under ``name``; the queue again with a field error when the name is bad."""
     review_queue_check(request.user)
     params = QueryDict(request.POST.get("query", "")[:4000])
-    _tasks, values, errors, _authors = _filtered_queue(request, params)
-    query = _queue_query(values, errors)
+    query = review_queue_filtered(reviewer=request.user, params=params).query
     name = request.POST.get("name", "")
     try:
         saved = saved_filter_save(user=request.user, page=SavedFilterPage.REVIEW_QUEUE, name=name, query=query)
@@ -207,14 +158,14 @@ def next_item(request: HttpRequest) -> HttpResponse:
     """Open the next (``dir=next``) or previous (``dir=prev``) item of the queue after task ``after``, with the
     queue's filters and order from the query string; the queue itself at either end."""
     review_queue_check(request.user)
-    tasks, values, errors, _authors = _filtered_queue(request, request.GET)
+    queue = review_queue_filtered(reviewer=request.user, params=request.GET)
     try:
         after = int(request.GET.get("after", ""))
     except ValueError:
         after = None
     step = -1 if request.GET.get("dir") == "prev" else 1
-    found = review_queue_neighbour(queue=tasks, user=request.user, after=after, step=step)
-    query = _queue_query(values, errors)
+    found = review_queue_neighbour(queue=queue.tasks, user=request.user, after=after, step=step)
+    query = queue.query
     if found is None:
         messages.info(request, "That was the last item of the queue." if step > 0 else "That was the first item.")
         return redirect(reverse("review:queue") + (f"?{query}" if query else ""))
@@ -227,8 +178,8 @@ def next_item(request: HttpRequest) -> HttpResponse:
 def claim_next(request: HttpRequest) -> HttpResponse:
     """Claim the first item of the (filtered) queue nobody else holds and open it: one step from the queue."""
     review_queue_check(request.user)
-    tasks, values, errors, _authors = _filtered_queue(request, request.POST)
-    query = _queue_query(values, errors)
+    queue = review_queue_filtered(reviewer=request.user, params=request.POST)
+    tasks, query = queue.tasks, queue.query
     for _attempt in range(3):  # another reviewer may take the same one first: then the next
         task = review_queue_first_free(queue=tasks, user=request.user)
         if task is None:
