@@ -156,18 +156,7 @@ class EpisodeAdmin(JSONViewMedia, ReadOnlyAdminMixin, admin.ModelAdmin):
     search_fields = ("=id", "label")
     date_hierarchy = "created_at"
     show_full_result_count = False
-    fields = (
-        "id",
-        "snapshot_link",
-        "status",
-        "label",
-        "step_count",
-        "created_at",
-        "last_activity_at",
-        "closed_at",
-        "final_checksum",
-        "final_diff_json",
-    )
+    fields = (*list_display, "final_checksum", "final_diff_json")
     readonly_fields = fields
     inlines = (EpisodeStepInline,)
     actions = ("close_episodes",)

@@ -7,6 +7,7 @@ conflict all show the page again with every field as it was.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib import messages
@@ -400,34 +401,33 @@ def _review_url(task: Task) -> str | None:
     return reverse("review:task", args=[task.pk])
 
 
-@require_POST
-@login_required
-@forbidden_as_page
-def task_submit(request: HttpRequest, task_id: int) -> HttpResponse:
+def _task_act(request: HttpRequest, task_id: int, service: Callable[..., Any], done: str) -> HttpResponse:
+    """Call ``service(task=, user=)`` on the task; its refusals become messages; back to the task's page."""
     task = _load(task_id)
     try:
-        task_submit_for_review(task=task, user=request.user)
+        service(task=task, user=request.user)
     except ValidationError as exc:
         for message in exc.messages:
             messages.error(request, message)
     else:
-        messages.success(request, "Submitted for review. Reviewers see it in their queue now.")
+        messages.success(request, done)
     return redirect("tasks:detail", task.pk)
+
+
+@require_POST
+@login_required
+@forbidden_as_page
+def task_submit(request: HttpRequest, task_id: int) -> HttpResponse:
+    return _task_act(
+        request, task_id, task_submit_for_review, "Submitted for review. Reviewers see it in their queue now."
+    )
 
 
 @require_POST
 @login_required
 @forbidden_as_page
 def task_retire_view(request: HttpRequest, task_id: int) -> HttpResponse:
-    task = _load(task_id)
-    try:
-        task_retire(task=task, user=request.user)
-    except ValidationError as exc:
-        for message in exc.messages:
-            messages.error(request, message)
-    else:
-        messages.success(request, "The task is retired: it has left every queue.")
-    return redirect("tasks:detail", task.pk)
+    return _task_act(request, task_id, task_retire, "The task is retired: it has left every queue.")
 
 
 @require_GET

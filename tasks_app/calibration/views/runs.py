@@ -3,6 +3,9 @@ cancel and resume."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -126,31 +129,28 @@ def run_progress_partial(request: HttpRequest, run_id: int) -> HttpResponse:
     return response
 
 
+def _run_act(request: HttpRequest, run_id: int, service: Callable[..., Any], done: str) -> HttpResponse:
+    """Call ``service(run=)`` on the run (reviewers and admins); a refusal becomes a message; back to the run."""
+    calibration_run_check(request.user)
+    run = _run_get(run_id)
+    try:
+        service(run=run)
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    else:
+        messages.success(request, done.format(name=run.name))
+    return redirect("calibration:run", run_id=run.pk)
+
+
 @require_POST
 @login_required
 @forbidden_as_page
 def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
-    calibration_run_check(request.user)
-    run = _run_get(run_id)
-    try:
-        calibration_run_cancel(run=run)
-    except ValidationError as exc:
-        messages.error(request, " ".join(exc.messages))
-    else:
-        messages.success(request, f"Cancelled run {run.name}; finished rollouts are kept.")
-    return redirect("calibration:run", run_id=run.pk)
+    return _run_act(request, run_id, calibration_run_cancel, "Cancelled run {name}; finished rollouts are kept.")
 
 
 @require_POST
 @login_required
 @forbidden_as_page
 def run_resume(request: HttpRequest, run_id: int) -> HttpResponse:
-    calibration_run_check(request.user)
-    run = _run_get(run_id)
-    try:
-        calibration_run_resume(run=run)
-    except ValidationError as exc:
-        messages.error(request, " ".join(exc.messages))
-    else:
-        messages.success(request, f"Resumed run {run.name}: the items left are queued again.")
-    return redirect("calibration:run", run_id=run.pk)
+    return _run_act(request, run_id, calibration_run_resume, "Resumed run {name}: the items left are queued again.")
