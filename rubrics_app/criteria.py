@@ -20,6 +20,7 @@ from django.db import models
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from corecraft_site.canonical import sorted_json_sha256
+from rubrics_app.answer_facts import ENTITY_ID
 from rubrics_app.models import CriterionCategory, CriterionKind
 from rubrics_app.patterns import pattern_check
 from world_app import clock
@@ -339,8 +340,6 @@ class ResponseSpec(_Strict):
         return self
 
     def _id_set_fits(self) -> None:
-        from rubrics_app.answer_facts import ENTITY_ID
-
         if not isinstance(self.value, list) or not all(isinstance(v, str) for v in self.value):
             raise ValueError("value: id_set needs a list of ids")
         kinds = set()

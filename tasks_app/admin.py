@@ -15,6 +15,12 @@ from corecraft_site.service_admin import ReadOnlyAdmin, ReadOnlyInline
 from tasks_app.authoring.services.reference_solution import reference_solution_run
 from tasks_app.authoring.services.reviews import comment_resolve, review_approve, review_claim, review_release
 from tasks_app.authoring.services.tasks import task_retire, task_submit_for_review
+from tasks_app.calibration.services.calibration import (
+    calibration_run_cancel,
+    calibration_run_progress,
+    calibration_run_resume,
+    calibration_run_start,
+)
 from tasks_app.models import (
     CalibrationItem,
     CalibrationRun,
@@ -210,7 +216,6 @@ class CalibrationRunAdmin(ReadOnlyAdmin):
 
     @admin.display(description="progress")
     def progress(self, run: CalibrationRun) -> str:
-        from tasks_app.calibration.services.calibration import calibration_run_progress
 
         counts = calibration_run_progress(run)
         return f"{counts['done'] + counts['failed']}/{counts['total'] - counts['cancelled']} ({counts['percent']}%)"
@@ -220,22 +225,16 @@ class CalibrationRunAdmin(ReadOnlyAdmin):
 
     @admin.action(description="Start", permissions=("change",))
     def start(self, request, queryset) -> None:
-        from tasks_app.calibration.services.calibration import calibration_run_start
-
         run_for_each(self, request, queryset, what="Started",
                      service=lambda run, user: calibration_run_start(run=run))  # fmt: skip
 
     @admin.action(description="Cancel (queued items)", permissions=("change",))
     def cancel(self, request, queryset) -> None:
-        from tasks_app.calibration.services.calibration import calibration_run_cancel
-
         run_for_each(self, request, queryset, what="Cancelled",
                      service=lambda run, user: calibration_run_cancel(run=run))  # fmt: skip
 
     @admin.action(description="Resume", permissions=("change",))
     def resume(self, request, queryset) -> None:
-        from tasks_app.calibration.services.calibration import calibration_run_resume
-
         run_for_each(self, request, queryset, what="Resumed",
                      service=lambda run, user: calibration_run_resume(run=run))  # fmt: skip
 

@@ -19,6 +19,7 @@ from corecraft_site.canonical import canonical_json, canonical_sha256
 from tasks_app.models import Criterion, Task, TaskCalibration, TaskVersion
 from trainer_bridge import splits
 from trainer_bridge.authentication import secret_digest, token_cache_forget
+from trainer_bridge.exports import EXTENSIONS, export_write
 from trainer_bridge.models import (
     ApiToken,
     ExportFormat,
@@ -457,7 +458,7 @@ def export_request(*, release: Release, split: str, format: str, user=None, inli
             job.save(update_fields=["status", "rows_written", "error", "finished_at"])
         run_inline = job.rows_total <= EXPORT_INLINE_MAX_ROWS if inline is None else inline
         if not run_inline:
-            from trainer_bridge.tasks import export_run
+            from trainer_bridge.tasks import export_run  # trainer_bridge.tasks imports this module at its top
 
             transaction.on_commit(lambda: export_run.apply_async(args=[job.pk], queue=EXPORT_QUEUE))
     if run_inline:
@@ -467,7 +468,6 @@ def export_request(*, release: Release, split: str, format: str, user=None, inli
 
 def export_job_run(*, job_id: int) -> ExportJob:
     """Write the job's file (what the "exports" worker runs). Claimed by compare-and-set: never run twice at once."""
-    from trainer_bridge.exports import EXTENSIONS, export_write
 
     claimed = ExportJob.objects.filter(pk=job_id, status=ExportStatus.QUEUED).update(
         status=ExportStatus.RUNNING, started_at=timezone.now(), rows_written=0

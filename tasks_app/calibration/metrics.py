@@ -29,6 +29,9 @@ from collections.abc import Iterable, Sequence
 from statistics import fmean, pstdev
 from typing import Any
 
+from tasks_app.models import CalibrationItem, Criterion, Rollout, RolloutStatus, TaskCalibration
+from tasks_app.red_team import REFERENCE, policy_outcome, red_team_flags
+
 EASY_MIN_PASS_RATE = 0.8
 MEDIUM_MIN_PASS_RATE = 0.4
 # Below this share of a judge's own samples agreeing with their majority, the judge is unstable on the task.
@@ -211,7 +214,6 @@ def difficulty_provenance(model_rollouts: Sequence[Any]) -> dict:
 
 def red_team_outcomes(rollouts: Sequence[Any], texts: dict[str, str] | None = None) -> list:
     """``tasks_app.red_team.PolicyOutcome`` of each ``red_team`` rollout (its key is after ``red_team:``)."""
-    from tasks_app.red_team import policy_outcome
 
     return [
         policy_outcome(key=r.policy_label.split(":", 1)[1], verdicts=r.verdicts or [], texts=texts or {})
@@ -222,7 +224,6 @@ def red_team_outcomes(rollouts: Sequence[Any], texts: dict[str, str] | None = No
 
 def red_team_findings(rollouts: Sequence[Any], texts: dict[str, str] | None = None) -> dict:
     """``{reference_passes, gameable, over_specified, policies}`` from a version's red_team rollouts, or {}."""
-    from tasks_app.red_team import REFERENCE, red_team_flags
 
     outcomes = red_team_outcomes(rollouts, texts)
     if not outcomes:
@@ -289,8 +290,6 @@ def task_calibration_update(*, run) -> list:
     been judged by another configuration, or made on an older world). Three queries plus one upsert per version.
     """
     from django.db import transaction
-
-    from tasks_app.models import CalibrationItem, Criterion, Rollout, RolloutStatus, TaskCalibration
 
     version_ids = list(
         CalibrationItem.objects.filter(run=run).order_by("version_id").values_list("version_id", flat=True).distinct()

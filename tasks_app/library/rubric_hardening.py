@@ -40,6 +40,9 @@ from typing import Any
 from rubrics_app import answer_facts
 from rubrics_app.criteria import as_number
 from rubrics_app.programmatic import _strings_in, response_verdict
+from tasks_app.perturbations import answer_facts as perturbable_facts
+from tasks_app.perturbations import drop_facts
+from tasks_app.red_team import answer_reformatted, answer_reworded
 from world_app.episodes import episode_world_diff
 from world_app.episodes.world_db import PENDING_CHANGES_SQL
 from world_app.models import world_models_by_name
@@ -77,7 +80,6 @@ def _met_everywhere(criterion: dict, answers: tuple[str, ...]) -> bool:
 @lru_cache(maxsize=256)
 def _variants(answer: str) -> tuple[str, ...]:
     """The reference answer and the valid alternatives of it that a rubric must pass."""
-    from tasks_app.red_team import answer_reformatted, answer_reworded
 
     return (answer, answer_reformatted(answer), answer_reworded(answer), answer_reworded(answer_reformatted(answer)))
 
@@ -491,8 +493,6 @@ def _fact_criterion(fact: str, answer: str) -> dict | None:
 def _facts_covered(criteria: list[dict], *, answer: str, instruction: str, results: list) -> list[dict]:
     """Every fact of the answer that a result backs (what ``drop_fact`` drops) is owed to a required criterion:
     one that fails when every mention of the fact is gone. A fact no criterion owes gets its own."""
-    from tasks_app.perturbations import answer_facts as perturbable_facts
-    from tasks_app.perturbations import drop_facts
 
     out = list(criteria)
     for fact in perturbable_facts(answer, results=results, instruction=instruction):

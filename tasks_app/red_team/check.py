@@ -15,6 +15,8 @@ from tasks_app.perturbations import (
     DROP_FACT,
     DROP_WRITE,
     FIRST_PAGE_ONLY,
+    SnapshotReplay,
+    shared_replay_for,
 )
 from tasks_app.red_team.kinds import (
     BLUNT_KINDS,
@@ -226,7 +228,6 @@ def version_red_team(version) -> list[RedTeamPolicy]:
     """The ``reference`` and every red-team policy of a ``TaskVersion`` on its snapshot, built once per process
     for a version's content (planning and each worker build the same list, in the same order, with the same
     keys)."""
-    from tasks_app.perturbations import SnapshotReplay, shared_replay_for
 
     cache_key = (version.pk, version.content_hash, version.snapshot_id)
     found = _VERSION_POLICIES.get(cache_key)

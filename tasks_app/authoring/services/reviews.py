@@ -16,6 +16,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from corecraft_site.roles import is_admin
+from tasks_app.calibration.services.gates import gate_problems, gate_record, rubric_gate_current, rubric_gate_ensure
 from tasks_app.models import Comment, Criterion, Review, ReviewDecision, Task, TaskStatus, TaskVersion
 from tasks_app.permissions import review_check, task_discuss_check
 
@@ -95,7 +96,6 @@ def review_approve(
 
     The gate is computed (and stored) first, in its own transaction, so a refusal leaves the checklist on the
     review page; the decision itself is one transaction."""
-    from tasks_app.calibration.services.gates import rubric_gate_ensure
 
     current = Task.objects.select_related("current_version").get(pk=task.pk)
     review_check(user, current)
@@ -107,7 +107,6 @@ def review_approve(
 
 @transaction.atomic
 def _review_approve(*, task: Task, user, comment: str, override_reason: str, enforce_gate: bool) -> Review:
-    from tasks_app.calibration.services.gates import gate_problems, gate_record, rubric_gate_current, rubric_gate_ensure
 
     reason = (override_reason or "").strip()
 

@@ -36,6 +36,7 @@ from tasks_app.authoring.criterion_editor import (
     tool_argument_names,
     tool_choices,
 )
+from tasks_app.authoring.criterion_words import criterion_spec_summary
 from tasks_app.authoring.forms import TaskFilterForm, TaskForm
 from tasks_app.authoring.selectors import reference_run_latest, task_history, task_version_diff
 from tasks_app.authoring.selectors_authoring import (
@@ -358,7 +359,6 @@ def task_detail_page(request: HttpRequest, task_id: int) -> HttpResponse:
             by_criterion.setdefault(str(comment.criterion_key), []).append(comment)
         else:
             task_comments.append(comment)
-    from tasks_app.authoring.criterion_words import criterion_spec_summary
 
     rows = [
         {"criterion": c, "summary": criterion_spec_summary(c), "comments": by_criterion.get(str(c.key), [])}

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tasks_app.calibration.rollouts.agent import STOP_FINAL_ANSWER, AgentRun, ToolRunner, initial_messages
+from tasks_app.red_team import version_perturbations, version_red_team
 
 
 class PerturbationNotFound(LookupError):
@@ -62,7 +63,6 @@ def replay_solution(*, solution: Mapping[str, Any], instruction: str, run_tool: 
 
 def perturbation_for(version, key: str):
     """The perturbation ``key`` of a task version (a ``tasks_app.red_team.RedTeamPolicy``)."""
-    from tasks_app.red_team import version_perturbations
 
     for perturbation in version_perturbations(version):
         if perturbation.key == key:
@@ -73,14 +73,12 @@ def perturbation_for(version, key: str):
 def perturbation_keys(version) -> list[str]:
     """Every perturbation key of a task version, in the order the red team lists them (built with the
     reference's results on the version's snapshot, as calibration and the library check both build them)."""
-    from tasks_app.red_team import version_perturbations
 
     return [p.key for p in version_perturbations(version)]
 
 
 def red_team_policy_for(version, key: str):
     """The red-team policy ``key`` (``reference``, ``dump``, ``drop_fact[0]``...) of a task version."""
-    from tasks_app.red_team import version_red_team
 
     for policy in version_red_team(version):
         if policy.key == key:
@@ -90,6 +88,5 @@ def red_team_policy_for(version, key: str):
 
 def red_team_keys(version) -> list[str]:
     """Every red-team policy key of a task version, ``reference`` first."""
-    from tasks_app.red_team import version_red_team
 
     return [p.key for p in version_red_team(version)]

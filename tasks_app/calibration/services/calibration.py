@@ -36,6 +36,14 @@ from kombu.exceptions import OperationalError as BrokerUnavailable
 
 from rubrics_app.models import ModelEndpoint
 from tasks_app.calibration.metrics import task_calibration_update
+from tasks_app.calibration.rollouts.execute import (
+    rollout_create,
+    rollout_execute,
+    rollout_judge_store,
+    rollout_judged_without_judge,
+    rollout_needs_llm_judge,
+)
+from tasks_app.calibration.rollouts.replays import perturbation_keys, red_team_keys
 from tasks_app.calibration.services.gates import rubric_gate_current, rubric_gate_store
 from tasks_app.models import (
     CalibrationItem,
@@ -47,6 +55,7 @@ from tasks_app.models import (
     RolloutStatus,
     TaskVersion,
 )
+from tasks_app.perturbations import shared_replay
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +102,6 @@ def calibration_policies_clean(policies: Iterable[Any]) -> list[dict[str, Any]]:
 
 
 def _plan_items(*, run: CalibrationRun, versions: Sequence[TaskVersion]) -> list[CalibrationItem]:
-    from tasks_app.perturbations import shared_replay
 
     replayed = {p["policy"] for p in run.policies} & {RolloutPolicy.PERTURBED_REFERENCE, RolloutPolicy.RED_TEAM}
     gate_keys = {v.pk: _gate_red_team_keys(v) for v in versions} if RolloutPolicy.RED_TEAM in replayed else {}
@@ -123,7 +131,6 @@ def _gate_red_team_keys(version: TaskVersion) -> list[str]:
 def _plan_version_items(
     *, run: CalibrationRun, versions: Sequence[TaskVersion], gate_keys: dict[int, list[str]]
 ) -> list[CalibrationItem]:
-    from tasks_app.calibration.rollouts.replays import perturbation_keys, red_team_keys
 
     items = []
     for version in versions:
@@ -207,7 +214,7 @@ def _enqueue_items(item_ids: list[int]) -> int:
     A broker that is down is no error here: the items stay queued with an old (or no) stamp, and the sweeper
     (``calibration_items_sweep``, on Celery beat) sends them once the broker is back.
     """
-    from tasks_app.tasks import calibration_item_enqueue
+    from tasks_app.tasks import calibration_item_enqueue  # the Celery tasks module imports this one at its top
 
     sent = 0
     for start in range(0, len(item_ids), ENQUEUE_STAMP_BATCH):
@@ -354,7 +361,6 @@ def _item_claim(item_id: int) -> bool:
 
 def _item_rollout(item: CalibrationItem) -> Rollout:
     """The item's one rollout: the existing one, or a new one."""
-    from tasks_app.calibration.rollouts.execute import rollout_create
 
     existing = Rollout.objects.filter(item=item).first()
     if existing is not None:
@@ -389,11 +395,6 @@ def calibration_item_execute(*, item_id: int, judge_inline: bool = False) -> str
     the ``judging`` queue and stays running until judged. Returns what happened: ``busy`` (someone alive holds
     it), ``skipped`` (done, failed or cancelled), ``done``, ``failed`` or ``judging``.
     """
-    from tasks_app.calibration.rollouts.execute import (
-        rollout_execute,
-        rollout_judged_without_judge,
-        rollout_needs_llm_judge,
-    )
 
     with _item_lock(EXECUTE_LOCK, item_id) as taken:
         if not taken:
@@ -421,7 +422,7 @@ def calibration_item_execute(*, item_id: int, judge_inline: bool = False) -> str
             calibration_run_finish_check(run_id=item.run_id)
             return "done"
         if rollout_needs_llm_judge(rollout) and item.run.judge_config_id and not judge_inline:
-            from tasks_app.tasks import calibration_item_judge_enqueue
+            from tasks_app.tasks import calibration_item_judge_enqueue  # tasks_app.tasks imports this module
 
             transaction.on_commit(lambda: calibration_item_judge_enqueue(item_id))
             return "judging"
@@ -430,7 +431,6 @@ def calibration_item_execute(*, item_id: int, judge_inline: bool = False) -> str
 
 def calibration_item_judge(*, item_id: int) -> str:
     """Judge a running item's finished rollout under the run's judge config and settle the item."""
-    from tasks_app.calibration.rollouts.execute import rollout_judge_store
 
     with _item_lock(JUDGE_LOCK, item_id) as taken:
         if not taken:

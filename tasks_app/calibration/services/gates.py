@@ -30,6 +30,8 @@ from django.db import transaction
 from corecraft_site.canonical import sorted_json_sha256
 from corecraft_site.code_version import code_version
 from tasks_app.models import RubricGate, TaskVersion
+from tasks_app.perturbations import SnapshotReplay, shared_replay, shared_replay_for
+from tasks_app.red_team import red_team_check
 
 ROOT = Path(__file__).resolve().parents[3]  # the repository (this is tasks_app/calibration/services/gates.py)
 # The sources a gate's result depends on (besides the task and the snapshot): the red team's policies, the judge
@@ -99,7 +101,6 @@ def gate_key(version: TaskVersion) -> str:
 def gate_replay(snapshot) -> Iterator[None]:
     """Inside this block, gates of versions on ``snapshot`` are computed in one scratch world (much faster than a
     scratch world each when many versions are approved at once)."""
-    from tasks_app.perturbations import shared_replay
 
     with shared_replay(snapshot):
         yield
@@ -139,8 +140,6 @@ def rubric_gate_store(*, version: TaskVersion, findings: dict[str, Any], source:
 def rubric_gate_compute(*, version: TaskVersion, replay=None) -> RubricGate:
     """Play the reference and every red-team policy of ``version`` in a scratch world of its snapshot (or in
     ``replay``, a ``SnapshotReplay`` of that snapshot, to check many versions in one) and store the gate."""
-    from tasks_app.perturbations import SnapshotReplay, shared_replay_for
-    from tasks_app.red_team import red_team_check
 
     criteria = list(version.criteria.order_by("position"))
     solution = version.reference_solution or {}

@@ -23,6 +23,12 @@ from tasks_app.library.families.return_lookup import ReturnLookupFamily
 from tasks_app.library.families.returns import ReturnRequestFamily
 from tasks_app.library.families.shipping import ShipmentStatusFamily
 from tasks_app.library.families.warranty import WarrantyClaimFamily
+from tasks_app.library.services.task_library import (
+    LoadReport,
+    library_snapshot,
+    library_task_validate,
+    library_tasks_load,
+)
 from world_app.episodes import scratch_world
 from world_app.snapshots import snapshot_latest
 
@@ -72,13 +78,6 @@ def family_tasks_load(
 ):
     """Instantiate the families and load their instances as tasks; returns the task library's LoadReport."""
     from django.core.exceptions import ValidationError
-
-    from tasks_app.library.services.task_library import (
-        LoadReport,
-        library_snapshot,
-        library_task_validate,
-        library_tasks_load,
-    )
 
     snapshot = library_snapshot(snapshot)
     report = LoadReport()

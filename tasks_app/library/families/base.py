@@ -24,6 +24,7 @@ from decimal import Decimal
 from typing import Any
 
 from corecraft_site.canonical import sorted_json
+from tasks_app.library.rubric_hardening import criteria_harden, reference_trace
 
 BRANCH_SHARE_MAX = 0.6  # no branch above this share of a family's instances
 
@@ -76,7 +77,6 @@ class Simulator:
         self.traces: dict[str, tuple[list, dict]] = {}
 
     def run(self, calls: Sequence[dict]) -> list[dict]:
-        from tasks_app.library.rubric_hardening import reference_trace
 
         results, diff = reference_trace(list(calls))
         if len(self.traces) >= 20_000:
@@ -86,7 +86,6 @@ class Simulator:
 
     def trace(self, calls: Sequence[dict]) -> tuple[list, dict]:
         """The results and the diff of ``calls``: an earlier run's when it was these calls, else a new run."""
-        from tasks_app.library.rubric_hardening import reference_trace
 
         return self.traces.get(_calls_key(calls)) or reference_trace(list(calls))
 
@@ -223,8 +222,6 @@ def instance_hardened(instance: FamilyInstance, sim: Simulator | None = None) ->
     changes from the reference's diff, the
     reply format, what the agent saw. Runs the reference once more in a savepoint that is rolled back."""
     import dataclasses
-
-    from tasks_app.library.rubric_hardening import criteria_harden
 
     calls = [{"tool": c["tool"], "arguments": c.get("arguments") or {}} for c in instance.reference_solution["calls"]]
     results, diff = (sim or Simulator()).trace(calls)

@@ -54,6 +54,14 @@ from typing import Any
 
 from corecraft_site.canonical import sorted_json
 from rubrics_app.judgement import rubric_of
+from tasks_app.library.families import FAMILIES, family_instantiate
+from tasks_app.library.services.task_library import (
+    _models_by_prefix,
+    entity_ids_named,
+    library_snapshot,
+    starter_tasks_read,
+)
+from tasks_app.perturbations import SnapshotReplay
 from world_app.contract import CONVERSATION_TOOLS
 from world_app.policies import RULES
 from world_app.tools.registry import get_tool
@@ -171,7 +179,6 @@ class TaskShape:
 
 
 def _id_type(entity_id: str) -> str:
-    from tasks_app.library.services.task_library import _models_by_prefix
 
     model = _models_by_prefix().get(entity_id.split("-", 1)[0])
     if model is None:
@@ -181,7 +188,6 @@ def _id_type(entity_id: str) -> str:
 
 
 def _call_types(call: dict) -> set[str]:
-    from tasks_app.library.services.task_library import entity_ids_named
 
     types = {TOOL_ENTITY.get(call["tool"], "")} | {_id_type(i) for i in entity_ids_named(call.get("arguments") or {})}
     return {t for t in types if t}
@@ -265,7 +271,6 @@ def _task_shape(
     branch: str = "",
 ) -> TaskShape:
     """Measure one task on ``replay``'s snapshot (a ``tasks_app.perturbations.SnapshotReplay``)."""
-    from tasks_app.library.services.task_library import entity_ids_named
 
     criteria = [dict(c) for c in criteria]
     rows = rubric_of(criteria)
@@ -445,9 +450,6 @@ def library_shapes(
     *, snapshot=None, starter: bool = True, families: bool = True, per_family: int | None = None, path=None
 ) -> list[TaskShape]:
     """Every starter file's and family instance's shape on ``snapshot`` (default: the latest published)."""
-    from tasks_app.library.families import FAMILIES, family_instantiate
-    from tasks_app.library.services.task_library import library_snapshot, starter_tasks_read
-    from tasks_app.perturbations import SnapshotReplay
 
     snapshot = library_snapshot(snapshot)
     items: list[dict] = []
@@ -477,7 +479,6 @@ def library_stats(
     *, snapshot=None, starter: bool = True, families: bool = True, per_family: int | None = None, path=None
 ) -> dict:
     """The figures of the starter files and of the family instances, separately (see the module docstring)."""
-    from tasks_app.library.services.task_library import library_snapshot
 
     snapshot = library_snapshot(snapshot)
     shapes = library_shapes(snapshot=snapshot, starter=starter, families=families, per_family=per_family, path=path)

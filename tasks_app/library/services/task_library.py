@@ -50,6 +50,10 @@ from tasks_app.authoring.services.reference_solution import reference_solution_v
 from tasks_app.authoring.services.reviews import GateRefused, comment_add, review_approve, review_claim, review_release
 from tasks_app.authoring.services.tasks import task_create, task_submit_for_review, task_update
 from tasks_app.calibration.services.gates import (
+    findings_problems,
+    gate_entry,
+    gate_entry_findings,
+    gate_key_of,
     gate_problems,
     gate_replay,
     library_gates_read,
@@ -57,6 +61,8 @@ from tasks_app.calibration.services.gates import (
     rubric_gate_ensure,
 )
 from tasks_app.models import Difficulty, Task, TaskStatus, TaskType, TaskVersion
+from tasks_app.perturbations import SnapshotReplay
+from tasks_app.red_team import red_team_check
 from world_app.contract import CONVERSATION_TOOLS
 from world_app.conversation import SimulatedUserInvalid, facts_disclosed, simulated_user_validate
 from world_app.episodes import scratch_world
@@ -506,10 +512,8 @@ def library_gates_compute(
     """The gate of every starter task and family instance (``families`` per family; None = all) on ``snapshot``
     (default the latest), under its gate key: from ``stored`` where it holds the key, else (with ``compute``)
     played by the red team in one scratch world. What ``manage.py library_gates`` writes to the gate file."""
-    from tasks_app.calibration.services.gates import findings_problems, gate_entry, gate_entry_findings, gate_key_of
+    # tasks_app.library.families imports this module at its top (family_tasks_load loads through it).
     from tasks_app.library.families import families_instantiate
-    from tasks_app.perturbations import SnapshotReplay
-    from tasks_app.red_team import red_team_check
 
     snapshot = library_snapshot(snapshot)
     stored = stored or {}

@@ -13,6 +13,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from corecraft_site.service_errors import error_lines
 from rubrics_app.models import JudgeConfig, ModelEndpoint
+from tasks_app.calibration.metrics import red_team_outcomes
 from tasks_app.calibration.services.calibration import (
     calibration_run_create,
     calibration_run_execute_inline,
@@ -28,6 +29,7 @@ from tasks_app.models import (
     TaskCalibration,
     TaskStatus,
 )
+from tasks_app.red_team import REFERENCE, RedTeamReport, red_team_flags, red_team_summary
 
 POLICY_ALIASES = {
     "perturbed-reference": RolloutPolicy.PERTURBED_REFERENCE,
@@ -153,8 +155,6 @@ def red_team_run_summary(run: CalibrationRun, *, seconds: float | None = None) -
     """Per red-team policy kind over the run's tasks: must_fail or must_pass, the share of tasks passed and the
     mean partial reward (llm criteria pending unless the run has a judge), from the run's red_team rollouts
     (judged in real episodes); and how many tasks pass the gate, are gameable, are over-specified."""
-    from tasks_app.calibration.metrics import red_team_outcomes
-    from tasks_app.red_team import REFERENCE, RedTeamReport, red_team_flags, red_team_summary
 
     by_version: dict[int, list[Rollout]] = defaultdict(list)
     failed = 0

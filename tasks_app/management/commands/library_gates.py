@@ -7,6 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from tasks_app.calibration.services.gates import library_gates_read, library_gates_write
 from tasks_app.library.services.task_library import TaskLibraryError, library_gates_compute
+from tasks_app.red_team import red_team_summary
 
 
 class Command(BaseCommand):
@@ -39,8 +40,6 @@ class Command(BaseCommand):
             written = library_gates_write(result.entries, path)
             self.stdout.write(f"wrote {len(result.entries)} gate(s) to {written}")
         if result.reports:
-            from tasks_app.red_team import red_team_summary
-
             self.stdout.write(f"{'policy':<16} {'expect':<10} {'tasks':>5} {'passed':>7} {'partial':>8}  (computed)")
             for kind, row in red_team_summary(result.reports).items():
                 partial = "-" if row["mean_partial_reward"] is None else f"{row['mean_partial_reward']:.3f}"

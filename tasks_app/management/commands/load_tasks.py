@@ -5,6 +5,7 @@ import json
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
+from tasks_app.library.families import family_tasks_load
 from tasks_app.library.services.task_library import LoadReport, TaskLibraryError, task_library_load
 from tasks_app.models import TaskStatus
 
@@ -39,8 +40,6 @@ class Command(BaseCommand):
         try:
             report = task_library_load(path=path, status=status)
             if families is not None and not options.get("no_families"):
-                from tasks_app.library.families import family_tasks_load
-
                 report.merge(family_tasks_load(limit=families or None, status=status))
         except (TaskLibraryError, ValidationError) as exc:
             raise CommandError("; ".join(exc.messages)) from None
