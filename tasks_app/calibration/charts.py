@@ -5,20 +5,41 @@ Pure functions of the figures the selectors give; no query, no JS library.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 
 from tasks_app.calibration.metrics import DIFFICULTIES
 
+# Row labels are drawn right-aligned against the plot, so the label column must be as wide as its longest label or
+# the SVG cuts the label's start off ("erturbed_reference:change_ar…"). Widths are estimated from the label font
+# (12px: at most ~7px a character), the column is sized to the longest label, within bounds, and a label longer
+# than the widest column is shortened at its end, with the whole label in the row's tooltip.
+LABEL_CHAR_PX = 7
+LABEL_PAD_PX = 12
+LABEL_COLUMN_MIN, LABEL_COLUMN_MAX = 80, 320
 
-def bar_chart(rows: list[tuple[str, float | None, str]], *, title: str, width: int = 560) -> dict:
+
+def label_column(labels: list[str]) -> tuple[int, int]:
+    """The label column's width in px and the most characters a label may keep, for ``labels``."""
+    longest = max((len(label) for label in labels), default=0)
+    width = min(LABEL_COLUMN_MAX, max(LABEL_COLUMN_MIN, math.ceil(longest * LABEL_CHAR_PX) + LABEL_PAD_PX))
+    return width, (width - LABEL_PAD_PX) // LABEL_CHAR_PX
+
+
+def fit_label(label: str, max_chars: int) -> str:
+    return label if len(label) <= max_chars else label[: max_chars - 1] + "…"
+
+
+def bar_chart(rows: list[tuple[str, float | None, str]], *, title: str, bar_w: int = 270) -> dict:
     """Horizontal bars of values in [0, 1]: ``rows`` are (label, value, note shown after the bar)."""
-    label_w, bar_w, row_h = 200, width - 200 - 90, 24
+    label_w, max_chars = label_column([label for label, _, _ in rows])
+    width, row_h = label_w + bar_w + 90, 24
     bars = []
     for index, (label, value, note) in enumerate(rows):
         share = max(0.0, min(1.0, value or 0.0))
         bars.append(
             {
-                "label": label if len(label) <= 30 else label[:29] + "…",
+                "label": fit_label(label, max_chars),
                 "full_label": label,
                 "y": index * row_h + 4,
                 "text_y": index * row_h + 18,
@@ -81,9 +102,10 @@ def reward_bins(rewards: list[float]) -> list[int]:
     return counts
 
 
-def strip_chart(rows: list[tuple[str, list[float]]], *, title: str, width: int = 560) -> dict:
+def strip_chart(rows: list[tuple[str, list[float]]], *, title: str, plot_w: int = 300) -> dict:
     """A small reward histogram per row (task or policy): ten bins over [0, 1], bar height = share of rollouts."""
-    label_w, row_h, plot_w = 200, 30, width - 200 - 60
+    label_w, max_chars = label_column([label for label, _ in rows])
+    width, row_h = label_w + plot_w + 60, 30
     bin_w = plot_w / REWARD_BINS
     strips = []
     for index, (label, rewards) in enumerate(rows):
@@ -106,7 +128,7 @@ def strip_chart(rows: list[tuple[str, list[float]]], *, title: str, width: int =
             )
         strips.append(
             {
-                "label": label if len(label) <= 30 else label[:29] + "…",
+                "label": fit_label(label, max_chars),
                 "full_label": label,
                 "text_y": index * row_h + 19,
                 "base": base,
