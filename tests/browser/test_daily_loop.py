@@ -1,4 +1,4 @@
-"""The experts' and reviewers' day in one walk, by keyboard where the flow allows (issue 17).
+"""The experts' and reviewers' day in one walk, by keyboard where the flow allows.
 
 Find an order by a product name and a remembered date; write a task from it, record and run its reference,
 submit; the reviewer claims the next item in one step, comments on a criterion (the author sees it inline in the

@@ -1,4 +1,4 @@
-"""The starter library (tasks_app/fixtures/starter_tasks): what issue 7 asks of every hand-written task, checked
+"""The starter library (tasks_app/fixtures/starter_tasks): what every hand-written task must meet, checked
 over every fixture file present."""
 
 from __future__ import annotations

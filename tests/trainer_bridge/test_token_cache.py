@@ -1,5 +1,5 @@
 """Tokens cached per process (a revocation elsewhere takes effect within API_TOKEN_CACHE_MS) and their uses written
-in batches, one statement per batch (issue 18)."""
+in batches, one statement per batch."""
 
 from __future__ import annotations
 

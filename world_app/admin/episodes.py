@@ -126,10 +126,8 @@ class WorldSnapshotAdmin(JSONViewMedia, ReadOnlyAdminMixin, admin.ModelAdmin):
         return TemplateResponse(request, "admin/world_app/worldsnapshot/publish.html", context)
 
 
-class EpisodeStepInline(ReadOnlyInline):
-    model = EpisodeStep
-    fields = ("seq", "name", "arguments_json", "result_json", "is_error", "duration_ms", "created_at")
-    readonly_fields = fields
+class StepJSON:
+    """A step's arguments and result as readable JSON, for the step inline and the step admin."""
 
     @admin.display(description="Arguments")
     def arguments_json(self, obj: EpisodeStep) -> str:
@@ -138,6 +136,12 @@ class EpisodeStepInline(ReadOnlyInline):
     @admin.display(description="Result")
     def result_json(self, obj: EpisodeStep) -> str:
         return pretty_json(obj.result)
+
+
+class EpisodeStepInline(StepJSON, ReadOnlyInline):
+    model = EpisodeStep
+    fields = ("seq", "name", "arguments_json", "result_json", "is_error", "duration_ms", "created_at")
+    readonly_fields = fields
 
 
 @admin.register(Episode)
@@ -190,7 +194,7 @@ class EpisodeAdmin(JSONViewMedia, ReadOnlyAdminMixin, admin.ModelAdmin):
 
 
 @admin.register(EpisodeStep)
-class EpisodeStepAdmin(JSONViewMedia, ReadOnlyAdminMixin, admin.ModelAdmin):
+class EpisodeStepAdmin(StepJSON, JSONViewMedia, ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ("episode_link", "seq", "name", "is_error", "duration_ms", "created_at")
     list_display_links = ("seq", "name")
     list_filter = ("is_error", "created_at")
@@ -202,14 +206,6 @@ class EpisodeStepAdmin(JSONViewMedia, ReadOnlyAdminMixin, admin.ModelAdmin):
     @admin.display(description="Episode", ordering="episode_id")
     def episode_link(self, obj: EpisodeStep) -> str:
         return admin_link(Episode, obj.episode_id)
-
-    @admin.display(description="Arguments")
-    def arguments_json(self, obj: EpisodeStep) -> str:
-        return pretty_json(obj.arguments)
-
-    @admin.display(description="Result")
-    def result_json(self, obj: EpisodeStep) -> str:
-        return pretty_json(obj.result)
 
     @admin.display(description="Writes")
     def changes_json(self, obj: EpisodeStep) -> str:
