@@ -21,7 +21,7 @@ def sync_role_permissions_after_migrate(sender, using=DEFAULT_DB_ALIAS, apps=Non
             apps.get_model("auth", "Permission")
         except LookupError:
             return  # auth is being migrated away
-    from tasks_app.role_grants import role_permissions_sync
+    from tasks_app.role_grants import role_permissions_sync  # imports models: not before the app registry is ready
 
     role_permissions_sync()
 

@@ -10,7 +10,7 @@ class TrainerBridgeConfig(AppConfig):
         from django.contrib.auth import get_user_model
         from django.db.models.signals import post_save
 
-        from trainer_bridge.authentication import token_cache_forget
+        from trainer_bridge.authentication import token_cache_forget  # imports models: only once apps are ready
 
         def user_saved(**kwargs) -> None:
             # A deactivated user's tokens stop working in this process at once (elsewhere within the cache's TTL).
