@@ -82,14 +82,14 @@ def test_export_job_writes_the_file_under_media_root(frozen_release, settings, t
 
 
 def test_a_failed_export_is_recorded_and_retried(frozen_release, settings, tmp_path, monkeypatch):
-    from trainer_bridge import exports
+    from trainer_bridge import services
 
     settings.MEDIA_ROOT = tmp_path
 
     def broken(**kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr(exports, "export_write", broken)
+    monkeypatch.setattr(services, "export_write", broken)  # the name the export job calls
     job = export_request(release=frozen_release, split="train", format="hf")
     assert job.status == ExportStatus.FAILED and "disk full" in job.error
     assert not list(tmp_path.rglob("*.part"))
