@@ -126,13 +126,34 @@ _OVER_ACT_WRITES: tuple[tuple[str, str, Callable[[str], dict]], ...] = (
 )
 
 
+def created_ids(instruction: str, calls: list[dict], results: list) -> set[str]:
+    """Ids that first appear in the result of one of the reference's ``create_*`` calls: the entities it created
+    (not named by the instruction, an earlier call's arguments or an earlier result)."""
+    known = set(entity_ids_in(instruction))
+    created: set[str] = set()
+    for call, result in zip(calls, results, strict=False):
+        known.update(entity_ids_in(call["arguments"]))
+        found = entity_ids_in(result)
+        if call["tool"].startswith("create_"):
+            created.update(i for i in found if i not in known)
+        known.update(found)
+    return created
+
+
 def extra_writes(
     instruction: str, calls: list[dict], results: list, replay: Replay, outcome: OutcomeCheck | None = None
 ) -> list[tuple[str, dict]]:
     """Extra writes on entities the task touched (named by the instruction, the calls or their results, first
     the ones named by the calls), each accepted by its tool after the reference's calls and, with ``outcome``,
-    changing the world the reference leaves (a write that changes nothing is no over-acting)."""
+    changing the world the reference leaves (a write that changes nothing is no over-acting).
+
+    Not on an entity the reference itself created (``created_ids``): a further write to it, such as notes on the
+    build the task asked for, is what writing those fields in the creating call would have been; the rubric
+    grades the fields the task decides, and the others are the agent's to fill. Over-acting is touching what the
+    task did not ask to touch."""
     touched = entity_ids_in([c["arguments"] for c in calls]) + entity_ids_in(instruction) + entity_ids_in(results)
+    created = created_ids(instruction, calls, results)
+    touched = [i for i in touched if i not in created]
     out = []
     for tool, prefix, arguments_for in _OVER_ACT_WRITES:
         for entity_id in list(dict.fromkeys(i for i in touched if i.split("-", 1)[0] == prefix))[:3]:

@@ -232,3 +232,30 @@ def test_flipping_a_flag_the_refund_rules_ignore_is_no_perturbation(seeded_world
         assert replay.diff(solution["calls"])["created"]  # the reference makes a refund
     assert "change_argument[2].opened" not in keys
     assert "change_argument[2].reason" in keys and "drop_write[2]" in keys
+
+
+def test_no_over_acting_on_an_entity_the_reference_created():
+    """Notes on the build the task asked to save are what the creating call could have written: no over-acting.
+    A build the task only named is still over-acted on."""
+    from tasks_app.red_team.must_fail import created_ids, extra_writes
+
+    instruction = "Save Rebecca's August build with the cheaper CPU; her old draft is bld-00040."
+    calls = [
+        {"tool": "get_order_details", "arguments": {"order_id": "ord-250810-001"}},
+        {"tool": "create_build", "arguments": {"customer_id": "cus-00064", "name": "August build (fixed)"}},
+    ]
+    results = [
+        {"order": {"id": "ord-250810-001", "customer_id": "cus-00064"}},
+        {"build": {"id": "bld-00151", "customer_id": "cus-00064", "status": "saved"}},
+    ]
+    assert created_ids(instruction, calls, results) == {"bld-00151"}
+
+    def replay(extended):  # every write accepted
+        return [*results, *({"ok": True} for _ in extended[len(results) :])]
+
+    def builds_over_acted(text: str) -> list[str]:
+        writes = extra_writes(text, calls, results, replay)
+        return [arguments["build_id"] for tool, arguments in writes if tool == "update_build"]
+
+    assert builds_over_acted("Save Rebecca's August build with the cheaper CPU.") == []  # only the new build
+    assert builds_over_acted(instruction) == ["bld-00040"]  # the named old draft, never the new build
