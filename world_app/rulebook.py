@@ -40,6 +40,7 @@ from world_app.models import (
     SupportTicket,
     WarrantyClaim,
 )
+from world_app.money import to_cent
 from world_app.policies import (
     COUPONS,
     LOYALTY_DISCOUNT_PCT,
@@ -69,7 +70,7 @@ from world_app.tools.coverage import (
 )
 from world_app.tools.ledger import TAKEN_STATUSES, refunded_quantities
 from world_app.tools.registry import get_tool, invoke_tool
-from world_app.tools.results import local_date, quantize, world_today
+from world_app.tools.results import local_date, world_today
 
 MONEY = re.compile(r"\$([0-9][0-9,]*\.[0-9]{2})")
 MAX_LISTED = 10
@@ -392,8 +393,8 @@ def _scenario_restocking_fee(p: Probe) -> None:
     case = "opened customer_remorse pays the fee"
     quote = p.allowed(case, "calculate_price", mode="refund", order_id=order.id, opened=True, lines=units)
     merchandise = line.unit_price * line.quantity
-    share = quantize(merchandise * order.discount_total / order.subtotal) if order.discount_total else Decimal(0)
-    expected = quantize((merchandise - share) * RESTOCKING_FEE_PCT / 100)
+    share = to_cent(merchandise * order.discount_total / order.subtotal) if order.discount_total else Decimal(0)
+    expected = to_cent((merchandise - share) * RESTOCKING_FEE_PCT / 100)
     p.expect(quote.get("restocking_fee") == f"{expected:.2f}", case, f"fee {quote.get('restocking_fee')} != {expected}")
     for reason in ("shipping_issue", "defective"):
         case = f"opened {reason} pays no fee"
@@ -569,7 +570,7 @@ def _scenario_approval_limit(p: Probe) -> None:
     if order is None:
         p.missing("split refunds add up", f"paid order over {REFUND_APPROVAL_LIMIT}")
         return
-    part = quantize(REFUND_APPROVAL_LIMIT * Decimal("0.6"))
+    part = to_cent(REFUND_APPROVAL_LIMIT * Decimal("0.6"))
     with p.scratch():
         first = p.allowed(
             "one refund under the limit", "create_refund", order_id=order.id, reason="other", amount=f"{part:.2f}"
@@ -759,7 +760,7 @@ def _scenario_loyalty_tier(p: Probe) -> None:
             items=[{"product_id": product.id, "quantity": 1}],
             shipping_service="two_day",
         )
-        expected = quantize(product.price * pct / 100)
+        expected = to_cent(product.price * pct / 100)
         got = sum((Decimal(d["amount"]) for d in quote.get("discounts", []) if d["kind"] == "loyalty"), Decimal(0))
         p.expect(got == expected, case, f"{tier} discount {got}, not {expected}")
         shipping = quote.get("shipping", {}).get("amount")

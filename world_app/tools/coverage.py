@@ -12,12 +12,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime
 
-from world_app.models import Shipment, ShipmentStatus
+from world_app.models import Shipment, ShipmentStatus, TicketStatus
 from world_app.policies import RETURN_WINDOW_DAYS, WARRANTY_EXCLUSIONS
 from world_app.tools.results import day, local_date, world_today
 
 # A ticket in one of these statuses is a past conversation: it does not date a new warranty claim.
-CLOSED_TICKET_STATUSES = frozenset({"resolved", "closed"})
+CLOSED_TICKET_STATUSES = frozenset({TicketStatus.RESOLVED, TicketStatus.CLOSED})
 
 
 def delivered_at(shipments: Iterable[Shipment]) -> datetime | None:

@@ -15,11 +15,11 @@ from decimal import Decimal
 from django.db.models import Sum
 
 from world_app.models import Order, Payment, PaymentStatus, Refund, RefundStatus, Shipment
+from world_app.money import ZERO
 from world_app.policies import SHIPPING_KEPT_ONCE_SHIPPED, SHIPPING_USED_SHIPMENT_STATUSES
 from world_app.tools.baked import BakedQuery
 from world_app.tools.results import money
 
-ZERO = Decimal("0.00")
 # Payments whose money was taken at some point (a refunded payment was captured first).
 TAKEN_STATUSES = frozenset(
     {PaymentStatus.CAPTURED, PaymentStatus.COMPLETED, PaymentStatus.PARTIALLY_REFUNDED, PaymentStatus.REFUNDED}

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import date, datetime
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import Decimal
 from typing import Any
 
 from django.db.models import QuerySet
 
 from world_app import clock
-
-CENT = Decimal("0.01")
+from world_app.money import to_cent
 
 
 class ErrorCode:
@@ -50,14 +49,10 @@ def not_found(entity: str, entity_id: str, *, field: str) -> ToolError:
     return ToolError(ErrorCode.NOT_FOUND, f"no {entity} with id {entity_id!r}", field=field)
 
 
-def quantize(value: Decimal) -> Decimal:
-    return value.quantize(CENT, rounding=ROUND_HALF_UP)
-
-
 def money(value: Decimal | None) -> str | None:
     if value is None:
         return None
-    return str(quantize(Decimal(value)))
+    return str(to_cent(value))
 
 
 def when(value: datetime | None) -> str | None:
