@@ -26,7 +26,8 @@ document.addEventListener("htmx:beforeSwap", (event) => {
 // criterion, the field and its position), with the caret when the author was typing in it.
 const CRITERIA_ID = "criteria";
 const criteriaSent = new WeakMap(); // request (XMLHttpRequest) -> Map(field id -> value when sent)
-let criteriaCarry = null;
+let criteriaCarry = null; // what was typed during the request, taken at the swap
+let criteriaRefocus = null; // the field being typed in, focused again after the settle
 
 function criteriaFields(root) {
   const fields = new Map();
@@ -86,7 +87,6 @@ document.addEventListener("htmx:afterSwap", () => {
 });
 
 // After the settle (where htmx gives the new criterion's text its autofocus): back to the field being typed in.
-let criteriaRefocus = null;
 document.addEventListener("htmx:afterSettle", () => {
   if (!criteriaRefocus) return;
   const { id, start, end } = criteriaRefocus;
