@@ -201,3 +201,42 @@ def task_stats_command(snapshot, tmp_path):
     out = StringIO()
     call_command("task_stats", "--no-families", "--path", str(tmp_path), stdout=out)
     assert "library, starter: 1 tasks" in out.getvalue() and "MISS needed_calls_mean" in out.getvalue()
+
+
+def test_provenance_counts_the_lookup_that_gave_a_needed_call_its_id():
+    """The ablation keeps ``get_order_details``' order id as written; the search that found it is what a real
+    agent could not drop. A read whose result feeds nothing needed still counts for nothing."""
+    from tasks_app.library.services.library_stats import graded_facts, provenance_closure
+
+    calls = [
+        {"tool": "search_customers", "arguments": {"query": "nadia@example.com"}},
+        {"tool": "search_knowledge_base", "arguments": {"query": "returns"}},
+        {"tool": "search_orders", "arguments": {"customer_id": "cus-00402"}},
+        {"tool": "update_order_status", "arguments": {"order_id": "ord-250801-002", "status": "cancelled"}},
+    ]
+    results = [
+        {"items": [{"id": "cus-00402"}]},
+        {"items": [{"id": "kb-0008", "title": "Returns"}]},
+        {"items": [{"id": "ord-250801-002", "total": "50.96"}]},
+        {"order": {"id": "ord-250801-002"}},
+    ]
+    # The write alone is what the ablation finds; its order id came from the order search, whose customer id came
+    # from the customer search. The knowledge-base read gave nothing the write uses.
+    assert provenance_closure(calls, results, {3}, given=set()) == {0, 2, 3}
+    # An id the instruction gave is not traced: the order number from the customer's email needs no search.
+    assert provenance_closure(calls, results, {3}, given={"ord-250801-002"}) == {3}
+    # An error result names nothing.
+    errored = [*results[:2], {"error": {"message": "ord-250801-002 not found"}}, results[3]]
+    assert provenance_closure(calls, errored, {3}, given=set()) == {3}
+    # An id the graded answer must state comes from the first result naming it.
+    assert provenance_closure(calls[:3], results[:3], set(), given=set(), demanded={"ord-250801-002"}) == {0, 2}
+    # A stated fact (an amount) likewise.
+    facts = graded_facts(
+        [{"op": "amount", "value": "50.96"}, {"op": "regex", "value": "15"}, {"op": "number", "value": "2"}],
+        answer="The total is $50.96 for 2 items.",
+        instruction="What will Nadia pay?",
+    )
+    assert facts == ["50.96"]  # patterns are not literal; "2" is too short to trace
+    assert provenance_closure(calls[:3], results[:3], set(), given=set(), facts=facts) == {0, 2}
+    # A fact the instruction already states needs no lookup.
+    assert graded_facts([{"op": "amount", "value": "50.96"}], answer="$50.96", instruction="Is $50.96 right?") == []

@@ -3,9 +3,19 @@
 Each task (a starter fixture file or a family instance) is replayed on a snapshot (``SnapshotReplay``: a scratch
 episode, every replay rolled back) and measured into a ``TaskShape``. The figures, and how each is detected:
 
-- **needed calls**: a reference call counts only when dropping it (the other calls and the final answer kept)
-  makes the reference fail its rubric, i.e. a required programmatic criterion the full reference meets goes unmet.
-  A harmless extra read does not count; a read a required ``called``/``saw`` criterion owes does.
+- **needed calls**: a reference call counts only when dropping it makes the reference fail its rubric. Two ways:
+  - *ablation*: dropped, the other calls and the final answer kept, a required programmatic criterion the full
+    reference meets goes unmet. A harmless extra read does not count; a read a required ``called``/``saw``
+    criterion owes does.
+  - *provenance*: the ablation keeps the later calls' arguments as written, so it cannot see that they name ids
+    the agent only knows from an earlier result: dropping ``search_customers`` leaves ``get_order_details`` with
+    an order id no one gave. A call also counts when it is the first whose result names a world id that a needed
+    call passes (or that the final answer states and a required response criterion grades), and neither the
+    instruction nor an earlier result gave it; and so on back through the chain. A read whose result feeds
+    nothing needed still counts for nothing.
+  The same for a fact the graded answer states (a required response criterion's literal amount, number, date or
+  text, at least four characters, not in the instruction): the first call whose result contains it counts.
+  The figures use both (``needed_calls``); ``ablation_needed_calls`` is the first alone, reported beside them.
 - **entity types joined**: over the needed calls, the entity type each tool is about (``TOOL_ENTITY``) plus the
   types of the world ids in its arguments (by id prefix; line items count as orders, messages as tickets, build
   parts as builds). ``get_order_details`` answering an order with its payments in one call is one type: the
@@ -154,6 +164,7 @@ class TaskShape:
     date_declared: bool
     instruction_ids: tuple[str, ...]
     criteria: tuple[dict, ...] = field(default=(), repr=False)
+    ablation_needed_calls: int = -1  # -1: the same as ``needed_calls`` (shapes built by hand)
 
     @property
     def needed_calls(self) -> int:
@@ -283,7 +294,15 @@ def _task_shape(
         (unmet,), _ = replay.unmet(rows, some_calls, [answer], instruction=instruction)
         return bool((unmet - base_unmet) & required)
 
-    needed = [call for i, call in enumerate(calls) if fails(calls[:i] + calls[i + 1 :])]
+    results = list(getattr(replay, "last_results", None) or [None] * len(calls))
+    ablation = {i for i in range(len(calls)) if fails(calls[:i] + calls[i + 1 :])}
+    graded = [c.get("spec") or {} for c in criteria if c.get("required") and c["kind"] == "response"]
+    demanded = entity_ids_named(answer) & entity_ids_named(graded)
+    indexes = provenance_closure(
+        calls, results, ablation, given=entity_ids_named(instruction), demanded=demanded,
+        facts=graded_facts(graded, answer=answer, instruction=instruction),
+    )  # fmt: skip
+    needed = [calls[i] for i in sorted(indexes)]
     types: set[str] = set()
     for call in needed:
         types |= _call_types(call)
@@ -313,7 +332,84 @@ def _task_shape(
         date_declared=date_declared,
         instruction_ids=tuple(sorted(entity_ids_named(instruction))),
         criteria=tuple(criteria),
+        ablation_needed_calls=len(ablation),
     )
+
+
+def provenance_closure(
+    calls: Sequence[dict],
+    results: Sequence[Any],
+    needed: set[int],
+    *,
+    given: set[str],
+    demanded: set[str] = frozenset(),
+    facts: Sequence[str] = (),
+) -> set[int]:
+    """``needed`` (indexes into ``calls``) and every call it depends on for an id (see the module docstring).
+
+    An id in a needed call's arguments (or in ``demanded``: ids the graded answer must state) that is not in
+    ``given`` (the instruction's) comes from the first earlier call whose result names it (an error result names
+    nothing); that call is needed too, and its own arguments are traced the same way. An id no earlier result
+    names is left alone: the reference had it some other way (a create's own id, a guessed one). Each of
+    ``facts`` (texts the graded answer states, lower case) comes from the first call whose result contains it.
+    """
+    named = [set() if _is_error(r) else entity_ids_named(r) for r in results]
+    texts = ["" if _is_error(r) else sorted_json(r).lower() for r in results]
+    for fact in facts:
+        j = next((j for j, text in enumerate(texts) if fact in text), None)
+        if j is not None and j not in needed:
+            needed = {*needed, j}
+
+    def source(entity_id: str, before: int) -> int | None:
+        return next((j for j in range(before) if entity_id in named[j]), None)
+
+    closed = set(needed)
+    queue = sorted(closed)
+    for entity_id in sorted(demanded - given):
+        j = source(entity_id, len(calls))
+        if j is not None and j not in closed:
+            closed.add(j)
+            queue.append(j)
+    while queue:
+        i = queue.pop()
+        for entity_id in sorted(entity_ids_named(calls[i].get("arguments") or {}) - given):
+            j = source(entity_id, i)
+            if j is not None and j not in closed:
+                closed.add(j)
+                queue.append(j)
+    return closed
+
+
+_FACT_OPS = frozenset({"amount", "number", "date", "contains"})
+_FACT_MIN_LENGTH = 4  # "2" or "50" is in every result; "12.99", "2025-09-14" and a product name are not
+
+
+def graded_facts(specs: Sequence[dict], *, answer: str, instruction: str) -> list[str]:
+    """The literal values required response criteria grade (an amount, a number, a date, a text the reply must
+    contain) that the reference's answer states and the instruction does not: the agent can only have them from a
+    result. Amounts as the tools write them (two decimals). Patterns (``regex``, ``affirms``) are not literal."""
+    out: list[str] = []
+    said, asked = answer.lower(), instruction.lower()
+    for spec in specs:
+        if spec.get("op") not in _FACT_OPS or spec.get("value") in (None, ""):
+            continue
+        value = str(spec["value"]).strip()
+        if spec["op"] == "amount":
+            try:
+                value = f"{float(value):.2f}"
+            except ValueError:
+                continue
+            stated = value in said.replace(",", "")
+        else:
+            value = value.lower()
+            stated = value in said
+        if len(value) >= _FACT_MIN_LENGTH and stated and value not in asked and value not in out:
+            out.append(value)
+    return out
+
+
+def _is_error(result: Any) -> bool:
+    return result is None or (isinstance(result, dict) and "error" in result)
 
 
 # --- the figures ------------------------------------------------------------------------------------------------
@@ -389,6 +485,7 @@ def shapes_figures(shapes: Sequence[TaskShape]) -> dict:
     """The figures over ``shapes`` (one source), with the issue's targets beside them."""
     n = len(shapes)
     needed = [s.needed_calls for s in shapes]
+    ablation = [s.needed_calls if s.ablation_needed_calls < 0 else s.ablation_needed_calls for s in shapes]
     difficulty_matrix: dict[str, dict[str, int]] = {}
     for s in shapes:
         row = difficulty_matrix.setdefault(s.expected_difficulty or "(none)", {})
@@ -406,6 +503,8 @@ def shapes_figures(shapes: Sequence[TaskShape]) -> dict:
         "needed_calls_share_ge_8": _share(sum(c >= MANY_CALLS for c in needed), n),
         "needed_calls_share_le_2": _share(sum(c <= 2 for c in needed), n),
         "needed_calls_histogram": {str(k): v for k, v in sorted(Counter(needed).items())},
+        "ablation_needed_calls_mean": round(statistics.fmean(ablation), 2) if n else 0.0,
+        "ablation_needed_calls_share_ge_8": _share(sum(c >= MANY_CALLS for c in ablation), n),
         "entity_types_mean": round(statistics.fmean([len(s.entity_types) for s in shapes]), 2) if n else 0.0,
         "joins_3plus_share": _share(sum(len(s.entity_types) >= JOIN_TYPES for s in shapes), n),
         "paging_share": _share(sum(s.needs_paging for s in shapes), n),
