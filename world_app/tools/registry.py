@@ -48,9 +48,15 @@ CONVERSATION_GROUP = "conversation"
 ToolGroup = Literal["search", "read", "compute", "write", "conversation"]
 SchemaFormat = Literal["registry", "openai", "openai-strict", "compact", "mcp"]
 SCHEMA_FORMATS = ("registry", "openai", "openai-strict", "compact", "mcp")
-# Importing a tool module registers its tools; the order here is the order of the list.
+# Importing a tool module registers its tools; within a group, the order here is the order of the list.
 TOOL_MODULES = (
-    "world_app.tools.search",
+    "world_app.tools.search.commerce",
+    "world_app.tools.search.catalog",
+    "world_app.tools.search.tickets",
+    "world_app.tools.search.fulfilment",
+    "world_app.tools.search.staff",
+    "world_app.tools.search.knowledge_base",
+    "world_app.tools.search.builds",
     "world_app.tools.read",
     "world_app.tools.compute",
     "world_app.tools.write_commerce",
@@ -141,7 +147,14 @@ def all_tools() -> list[Tool]:
     """Every tool of the agent contract: the 23 world tools by group (search, read, compute, write) and then in
     the order its module defines them, then the conversation tools."""
     _load_tool_modules()
-    return sorted(_REGISTRY.values(), key=lambda t: GROUPS.index(t.group))
+    return sorted(_REGISTRY.values(), key=_list_position)
+
+
+def _list_position(found: Tool) -> tuple[int, int]:
+    # By group, then by module in TOOL_MODULES' order (whichever was imported first), then as the module defines
+    # them (the sort keeps the registration order of equal keys).
+    module = found.fn.__module__
+    return GROUPS.index(found.group), TOOL_MODULES.index(module) if module in TOOL_MODULES else len(TOOL_MODULES)
 
 
 def world_tools() -> list[Tool]:

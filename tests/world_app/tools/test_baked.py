@@ -10,8 +10,14 @@ from world_app.episodes.cache import episode_cache
 from world_app.episodes.images import snapshot_images_clear
 from world_app.models import Order, OrderLineItem, Payment, Product
 from world_app.snapshots import snapshot_publish
-from world_app.tools import search
 from world_app.tools.baked import BakedQuery
+from world_app.tools.records import article_record, customer_record, employee_record, product_record, ticket_record
+from world_app.tools.search.base import paged
+from world_app.tools.search.catalog import PRODUCT_SEARCH
+from world_app.tools.search.commerce import CUSTOMER_SEARCH
+from world_app.tools.search.knowledge_base import ARTICLE_SEARCH
+from world_app.tools.search.staff import EMPLOYEE_SEARCH
+from world_app.tools.search.tickets import TICKET_SEARCH
 
 pytestmark = pytest.mark.django_db(databases=["default", "episode"])
 
@@ -117,17 +123,17 @@ def test_look_ups_that_rewrite_their_value_and_joins_are_refused(shop):
 
 
 SEARCH_CASES = [
-    (search.CUSTOMER_SEARCH, search.customer_record, {"query": "a"}),
-    (search.CUSTOMER_SEARCH, search.customer_record, {"query": "A  e r", "limit": 1, "sort": "name"}),
+    (CUSTOMER_SEARCH, customer_record, {"query": "a"}),
+    (CUSTOMER_SEARCH, customer_record, {"query": "A  e r", "limit": 1, "sort": "name"}),
     # Escaped like Django escapes them: an unescaped % or _ would match every row.
-    (search.CUSTOMER_SEARCH, search.customer_record, {"query": "%"}),
-    (search.CUSTOMER_SEARCH, search.customer_record, {"query": "_"}),
-    (search.PRODUCT_SEARCH, search.product_record, {"query": "_ x", "in_stock": True}),
-    (search.PRODUCT_SEARCH, search.product_record, {"category": "gpu", "limit": 1, "offset": 1, "sort": "newest"}),
-    (search.ARTICLE_SEARCH, search.article_record, {"query": "gpu", "limit": 1}),
-    (search.ARTICLE_SEARCH, search.article_record, {"query": "\\", "include_unpublished": True}),
-    (search.EMPLOYEE_SEARCH, search.employee_record, {"permission": "approve_refunds_over_limit", "limit": 1}),
-    (search.TICKET_SEARCH, search.ticket_record, {"sort": "priority", "limit": 2}),
+    (CUSTOMER_SEARCH, customer_record, {"query": "%"}),
+    (CUSTOMER_SEARCH, customer_record, {"query": "_"}),
+    (PRODUCT_SEARCH, product_record, {"query": "_ x", "in_stock": True}),
+    (PRODUCT_SEARCH, product_record, {"category": "gpu", "limit": 1, "offset": 1, "sort": "newest"}),
+    (ARTICLE_SEARCH, article_record, {"query": "gpu", "limit": 1}),
+    (ARTICLE_SEARCH, article_record, {"query": "\\", "include_unpublished": True}),
+    (EMPLOYEE_SEARCH, employee_record, {"permission": "approve_refunds_over_limit", "limit": 1}),
+    (TICKET_SEARCH, ticket_record, {"sort": "priority", "limit": 2}),
 ]
 
 
@@ -135,7 +141,7 @@ def search_answers() -> None:
     for found, record, arguments in SEARCH_CASES:
         p = found.params.model_validate(arguments)
         baked = found.page(p, record)
-        assert baked == search.paged(found.queryset(p), p, record), arguments
+        assert baked == paged(found.queryset(p), p, record), arguments
 
 
 def test_baked_searches_answer_what_the_orm_answers(shop):
