@@ -415,39 +415,42 @@ def as_number(value: Any) -> Decimal | None:
         return None
 
 
-def _error_lines(exc: ValidationError, *, prefix: str) -> list[str]:
-    lines = []
+def _add_problems(problems: dict[str, list[str]], exc: ValidationError, *, prefix: str) -> None:
+    """Each error of a Pydantic ``exc`` under its path (``criteria[0].spec.filters[1].field``) in ``problems``."""
     for err in exc.errors(include_url=False):
         path = prefix + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])
         message = err["msg"].removeprefix("Value error, ")
-        # A model validator reports "field: reason": fold the field into the path.
+        # A spec's model validator can only say "field: reason" (a ValueError): fold the field into the path, here,
+        # so that no caller reads the text.
         head, sep, rest = message.partition(": ")
         if sep and re.fullmatch(r"[\w.\[\]]+", head):
             path, message = f"{path}.{head}", rest
-        lines.append(f"{path}: {message}")
-    return lines
+        problems.setdefault(path, []).append(message)
 
 
 def criteria_validate(items: list[dict]) -> list[CriterionInput]:
-    """Validate every criterion; raise one Django ValidationError listing each problem as ``criteria[i].field: why``."""
+    """Validate every criterion, normalised. Raises one Django ``ValidationError({path: [why, ...]})`` with every
+    problem under the path it is about (``criteria[1].spec.value``; ``criteria`` when ``items`` is no list): read
+    it with ``corecraft_site.service_errors.error_fields`` (or ``error_lines`` for text)."""
     if not isinstance(items, list):
-        raise DjangoValidationError("criteria: must be a list")
-    valid, problems, keys = [], [], set()
+        raise DjangoValidationError({"criteria": ["must be a list"]})
+    valid, keys = [], set()
+    problems: dict[str, list[str]] = {}
     for index, item in enumerate(items):
         try:
             criterion = CriterionInput.model_validate(item)
         except ValidationError as exc:
-            problems.extend(_error_lines(exc, prefix=f"criteria[{index}]"))
+            _add_problems(problems, exc, prefix=f"criteria[{index}]")
             continue
         try:
             spec = SPEC_MODELS[criterion.kind].model_validate(criterion.spec)
         except ValidationError as exc:
-            problems.extend(_error_lines(exc, prefix=f"criteria[{index}].spec"))
+            _add_problems(problems, exc, prefix=f"criteria[{index}].spec")
             continue
         criterion.spec = spec.model_dump(mode="json", exclude_none=True)
         if criterion.key is not None:
             if criterion.key in keys:
-                problems.append(f"criteria[{index}].key: {criterion.key} appears twice")
+                problems.setdefault(f"criteria[{index}].key", []).append(f"{criterion.key} appears twice")
             keys.add(criterion.key)
         valid.append(criterion)
     if problems:

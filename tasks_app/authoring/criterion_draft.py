@@ -14,8 +14,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from django.core.exceptions import ValidationError
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 
+from corecraft_site.service_errors import error_fields
 from rubrics_app.criteria import COUNT_OPS, criteria_validate, criterion_text_warnings
 from rubrics_app.models import CriterionCategory, CriterionKind
 
@@ -235,24 +236,28 @@ class CriterionDraft:
         try:
             criteria_validate([self.as_input()])
         except ValidationError as exc:
-            for message in exc.messages:
-                self._place(message)
+            for path, whys in error_fields(exc).items():
+                self._place(path, whys)
             return False
         return True
 
-    def _place(self, message: str) -> None:
-        path, sep, why = message.partition(": ")
+    def _place(self, path: str, whys: list[str]) -> None:
+        """Put the problems of ``path`` (``criteria[0].spec.filters[1].field``) on the field that shows it, or list
+        them at the top of the criterion."""
+        if path == NON_FIELD_ERRORS:
+            self.errors.extend(whys)
+            return
         path = path.removeprefix("criteria[0]").lstrip(".").removeprefix("spec").lstrip(".")
         name = re.sub(r"\[(\d+)\]", r".\1", path)
         if self.kind == CriterionKind.RESPONSE and name in ("op", "value"):
             name = f"response_{name}"
         if name.startswith("filters."):
             name = f"filter{name.split('.')[1]}"
-        if not sep or name not in self.slot_names():
+        if name not in self.slot_names():
             where = name.replace("arguments.", "argument ").replace("_", " ")
-            self.errors.append(f"{where}: {why}" if sep and where else (why if sep else message))
+            self.errors.extend(f"{where}: {why}" if where else why for why in whys)
             return
-        self.field_errors.setdefault(name, []).append(why)
+        self.field_errors.setdefault(name, []).extend(whys)
 
     def slot_names(self) -> list[str]:
         """The fields that show their own errors (the rest are listed at the top of the criterion)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import ValidationError
 
+from corecraft_site.service_errors import error_fields, error_lines
 from rubrics_app.criteria import criteria_validate, criterion_content_hash
 
 SPEC = "criteria[0].spec."
@@ -13,7 +14,7 @@ SPEC = "criteria[0].spec."
 def problems(items: list[dict]) -> str:
     with pytest.raises(ValidationError) as exc:
         criteria_validate(items)
-    return " | ".join(exc.value.messages)
+    return " | ".join(error_lines(exc.value))
 
 
 def state(**spec) -> dict:
@@ -83,6 +84,24 @@ def test_invalid_criteria_are_refused_naming_index_and_field(item, expected):
 def test_problems_of_several_criteria_are_reported_together():
     text = problems([{"kind": "llm", "text": "ok", "category": "tone"}, tool_call(tool="nope"), response(op="nope")])
     assert "criteria[1].spec.tool" in text and "criteria[2].spec.op" in text
+
+
+def test_problems_come_as_a_mapping_from_each_path_to_its_reasons():
+    with pytest.raises(ValidationError) as exc:
+        criteria_validate(
+            [
+                {"kind": "llm", "text": "ok", "category": "tone"},
+                tool_call(tool="nope"),
+                state(entity_type="order", op="eq", value=1, filters=[{"field": "colour", "value": 1}]),
+            ]
+        )
+    fields = error_fields(exc.value)
+    assert sorted(fields) == ["criteria[1].spec.tool", "criteria[2].spec.filters[0].field"]
+    assert fields["criteria[1].spec.tool"][0].startswith("no tool named 'nope'; one of: ")
+    assert fields["criteria[2].spec.filters[0].field"][0].startswith("order has no field 'colour'; its fields: ")
+    with pytest.raises(ValidationError) as exc:
+        criteria_validate({"kind": "llm"})
+    assert error_fields(exc.value) == {"criteria": ["must be a list"]}
 
 
 def test_duplicate_keys_are_refused():

@@ -211,7 +211,7 @@ def library_task_validate(data: Any, *, source_key: str | None = None, where: st
                 for c in criteria_validate(data["criteria"])
             ]
         except ValidationError as exc:
-            problems.extend(f"{where}: {m}" for m in exc.messages)
+            problems.extend(f"{where}: {m}" for m in error_lines(exc))
         if not data["criteria"]:
             problems.append(f"{where}: criteria: at least one criterion")
     elif "criteria" in data:
