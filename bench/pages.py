@@ -92,6 +92,7 @@ def load_worker(port: int, cookie: str, paths_file: str, threads: int, rate: flo
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     done = [0] * threads
+    refused: dict[str, int] = {}  # "STATUS PATH" -> count: a load page must be one its user may see
     started = time.perf_counter()
 
     def hammer(seed: int) -> None:
@@ -104,9 +105,14 @@ def load_worker(port: int, cookie: str, paths_file: str, threads: int, rate: flo
                 time.sleep(max(0.0, next_at - time.perf_counter()))
                 next_at = max(next_at + interval, time.perf_counter() - interval)
             try:
-                conn.request("GET", rng.choice(paths), headers={"Cookie": f"sessionid={cookie}"})
-                conn.getresponse().read()
+                path = rng.choice(paths)
+                conn.request("GET", path, headers={"Cookie": f"sessionid={cookie}"})
+                response = conn.getresponse()
+                response.read()
                 done[seed] += 1
+                if response.status != 200:
+                    key = f"{response.status} {path}"
+                    refused[key] = refused.get(key, 0) + 1
             except (OSError, http.client.HTTPException):
                 conn.close()
                 conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
@@ -117,7 +123,7 @@ def load_worker(port: int, cookie: str, paths_file: str, threads: int, rate: flo
     while not stop.is_set():
         time.sleep(0.1)
     rate = sum(done) / (time.perf_counter() - started)
-    Path(paths_file + ".rate").write_text(json.dumps({"requests": sum(done), "per_s": rate}))
+    Path(paths_file + ".rate").write_text(json.dumps({"requests": sum(done), "per_s": rate, "not_200": refused}))
 
 
 ARGS = parse_args()
@@ -451,6 +457,25 @@ def in_process_costs(user, pages: dict[str, list[str]], repeat: int = 20) -> dic
     return costs
 
 
+def diffs_seen_by(user, task_ids: list[int], count: int = 10) -> list[int]:
+    """Up to ``count`` of ``task_ids`` whose diff pages ``user`` may open (a reviewer is refused drafts and
+    held-out tasks), checked by the permission the diff view itself applies."""
+    from django.core.exceptions import PermissionDenied
+
+    from tasks_app.permissions import task_discuss_check
+
+    seen = []
+    for task in Task.objects.filter(pk__in=task_ids).select_related("current_version").order_by("pk"):
+        try:
+            task_discuss_check(user, task)
+        except PermissionDenied:
+            continue
+        seen.append(task.pk)
+        if len(seen) == count:
+            break
+    return seen
+
+
 def url_or_none(name: str, *args) -> str | None:
     try:
         return reverse(name, args=args)
@@ -464,7 +489,9 @@ def main() -> None:
     lead = users["lead"][0]
     in_review = list(Task.objects.filter(status=TaskStatus.IN_REVIEW).order_by("?").values_list("pk", flat=True)[:50])
     any_tasks = list(Task.objects.order_by("?").values_list("pk", flat=True)[:50])
-    with_two = list(Task.objects.annotate(n=Max("versions__number")).filter(n__gte=2).values_list("pk", flat=True)[:50])
+    load_user = users["reviewers"][0]  # the load process's user: a reviewer, so the queue and diffs are theirs to see
+    with_two = Task.objects.annotate(n=Max("versions__number")).filter(n__gte=2)
+    with_two = list(with_two.values_list("pk", flat=True)[:200])
     pages: dict[str, list[str]] = {}
     missing = []
     for label, name, ids in (
@@ -508,7 +535,7 @@ def main() -> None:
         reverse("home"),
         reverse("review:queue") + "?type=reasoning",
         reverse("review:queue") + "?age=30&page=2",
-        *[reverse("review:diff", kwargs={"task_id": pk, "a": 1, "b": 2}) for pk in with_two[:10]],
+        *[reverse("review:diff", kwargs={"task_id": pk, "a": 1, "b": 2}) for pk in diffs_seen_by(load_user, with_two)],
     ]
     costs = in_process_costs(lead, pages)
     total = Task.objects.count()
@@ -529,7 +556,7 @@ def main() -> None:
         port, env={"SECRET_KEY": SECRET_KEY, "DATABASE_URL": DATABASE_URL, "DB_POOL": "1"}, workers=2, threads=2
     )
     cookie = session_cookie(lead)
-    load_cookie = session_cookie(users["reviewers"][0])  # a reviewer: the queue and diffs are theirs to see
+    load_cookie = session_cookie(load_user)
     figures: dict[str, dict] = {}
     load = None
     paths_file = Path(f"/tmp/bench_pages_load_{os.getpid()}.json")  # noqa: S108 - a throwaway list for the child
@@ -563,6 +590,7 @@ def main() -> None:
             load.wait(timeout=30)
         rate_file = Path(f"{paths_file}.rate")
         load_rate = json.loads(rate_file.read_text()) if rate_file.exists() else {"requests": 0, "per_s": 0.0}
+        load_rate.setdefault("not_200", {})
         rate_file.unlink(missing_ok=True)
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
@@ -611,6 +639,10 @@ def main() -> None:
         f"the load process got {load_rate['requests']:,} other pages served meanwhile "
         f"({load_rate['per_s']:.0f} requests/s)"
     )
+    if load_rate["not_200"]:
+        not_200 = ", ".join(f"{key} x{n}" for key, n in load_rate["not_200"].items())
+        print(f"the load process was refused or failed: {not_200}")
+    result["load_not_200"] = load_rate["not_200"]
     result["pages"] = pages_out
     result["load_threads"] = ARGS.load_threads
     result["load_rate_target"] = ARGS.load_rate
@@ -618,7 +650,9 @@ def main() -> None:
     result["machine_load_avg"] = [round(load_before, 2), round(load_after, 2)]
     result["load_requests_per_s"] = round(load_rate["per_s"], 1)
     result["not_measured"] = missing
-    result["targets_met"] = all(row["target_met"] for row in pages_out.values()) and not missing
+    result["targets_met"] = (
+        all(row["target_met"] for row in pages_out.values()) and not missing and not load_rate["not_200"]
+    )
     print(json.dumps(result, sort_keys=True))
 
 
