@@ -87,6 +87,7 @@ MATRIX: dict[str, list[tuple[str, str, str]]] = {
     "review:release": [("POST", "/review/tasks/{review}/release/", "302 302 302 302 302 302 302 302 302")],
     "review:decide": [("POST", "/review/tasks/{review}/decide/", "302 403 403 400 400 302 302 302 302")],
     "review:gate": [("POST", "/review/tasks/{review}/gate/", "302 403 403 302 302 302 302 302 302")],
+    "review:second_review": [("POST", "/review/tasks/{review}/second-review/", "302 403 403 302 302 302 302 302 302")],
     "review:comment": [("POST", "/review/tasks/{held}/comments/", "302 403 403 403 302 302 302 302 302")],
     "review:diff": [("GET", "/review/tasks/{held}/diff/1/1/", "302 403 403 403 200 302 302 302 302")],
     "review:comment_resolve": [("POST", "/review/comments/{missing}/resolve/", "302 404 404 404 404 302 302 302 302")],

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from tasks_app.authoring.views import review
+from tasks_app.authoring.views import review, second_review
 
 app_name = "review"
 
@@ -18,6 +18,7 @@ urlpatterns = [
     path("tasks/<int:task_id>/claim/", review.claim, name="claim"),
     path("tasks/<int:task_id>/release/", review.release, name="release"),
     path("tasks/<int:task_id>/decide/", review.decide, name="decide"),
+    path("tasks/<int:task_id>/second-review/", second_review.second_review, name="second_review"),
     path("tasks/<int:task_id>/gate/", review.gate_check, name="gate"),
     path("tasks/<int:task_id>/comments/", review.comment_create, name="comment"),
     path("tasks/<int:task_id>/diff/<int:a>/<int:b>/", review.diff, name="diff"),

@@ -5,12 +5,12 @@ from __future__ import annotations
 import difflib
 from datetime import datetime
 
-from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
 from corecraft_site.roles import ADMIN, AUTHOR, REVIEWER, user_roles
 from tasks_app.authoring.criterion_words import criterion_change_words
-from tasks_app.models import Comment, Criterion, ReferenceRun, Review, Task, TaskStatus, TaskVersion
+from tasks_app.models import Comment, Criterion, ReferenceRun, Review, ReviewStage, Task, TaskStatus, TaskVersion
 
 
 def _not_written_by(user) -> Q:
@@ -18,6 +18,19 @@ def _not_written_by(user) -> Q:
     # the badge counts run on every page.
     made = TaskVersion.objects.filter(created_by=user).values("pk")
     return ~Q(author=user) & ~Q(current_version__in=made)
+
+
+def _first_review_given_by(user) -> Q:
+    """The task's current version has a sealed first review by ``user`` waiting for its second: a different
+    reviewer gives that one, so the task is not in ``user``'s queue."""
+    sealed = Review.objects.filter(
+        task=OuterRef("pk"),
+        version=OuterRef("current_version"),
+        reviewer=user,
+        stage=ReviewStage.FIRST,
+        second_review__isnull=True,
+    )
+    return Q(Exists(sealed))
 
 
 def review_queue(
@@ -31,6 +44,7 @@ def review_queue(
     tasks = (
         Task.objects.filter(status=TaskStatus.IN_REVIEW)
         .filter(_not_written_by(reviewer))
+        .exclude(_first_review_given_by(reviewer))
         .select_related("author", "current_version", "current_version__created_by", "claimed_by")
         .order_by("submitted_at", "pk")
     )
@@ -67,7 +81,7 @@ def work_counts(*, user) -> dict[str, int]:
     if not (reviewing or authoring):
         return counts
     free = Q(claimed_by__isnull=True) | Q(claim_expires_at__lte=now) | Q(claimed_by=user)
-    in_review = Q(status=TaskStatus.IN_REVIEW) & _not_written_by(user)
+    in_review = Q(status=TaskStatus.IN_REVIEW) & _not_written_by(user) & ~_first_review_given_by(user)
     mine = Q(author=user)
     # Only rows that can count: the tasks in review and the user's own (status and author indexes), not all tasks.
     relevant = (Q(status=TaskStatus.IN_REVIEW) if reviewing else Q(pk__in=[])) | (mine if authoring else Q(pk__in=[]))
@@ -84,10 +98,20 @@ def work_counts(*, user) -> dict[str, int]:
     return counts
 
 
-def task_history(*, task: Task) -> list[dict]:
-    """Every version, review and comment of the task in time order: ``{"at", "kind", "object"}`` (three queries)."""
+def task_history(*, task: Task, viewer=None) -> list[dict]:
+    """Every version, review and comment of the task in time order: ``{"at", "kind", "object"}`` (three queries).
+
+    A sealed first review (one of two, its second not given yet) is left out except for ``viewer`` its reviewer:
+    the second reviewer decides without seeing it."""
     versions = TaskVersion.objects.filter(task=task).select_related("created_by").defer("reference_solution")
-    reviews = Review.objects.filter(task=task).select_related("reviewer", "version")
+    sealed = Q(stage=ReviewStage.FIRST, second_review__isnull=True)
+    if viewer is not None and viewer.pk is not None:
+        sealed &= ~Q(reviewer=viewer)
+    reviews = (
+        Review.objects.filter(task=task)
+        .exclude(sealed)
+        .select_related("reviewer", "version", "paired_with__reviewer", "second_review")
+    )
     comments = Comment.objects.filter(task=task).select_related("author", "version")
     events = [{"at": v.created_at, "kind": "version", "object": v} for v in versions]
     events += [{"at": r.created_at, "kind": "review", "object": r} for r in reviews]

@@ -8,12 +8,12 @@ from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
-from django.db.models import Q, QuerySet
+from django.db.models import Count, F, Q, QuerySet
 from django.utils import timezone
 
 from tasks_app.authoring.selectors import review_queue, review_queue_authors
 from tasks_app.calibration.selectors import FLAG_FILTERS, SORTS, tasks_calibrated
-from tasks_app.models import SavedFilter, Task, TaskType
+from tasks_app.models import Review, ReviewStage, SavedFilter, Task, TaskStatus, TaskType
 
 QUEUE_FILTERS = ("type", "author", "age", "flag", "sort")
 
@@ -75,9 +75,36 @@ def review_queue_filtered(*, reviewer, params) -> FilteredQueue:
     return FilteredQueue(tasks=tasks, values=values, errors=errors, authors=authors)
 
 
+def pending_first_review(task: Task) -> Review | None:
+    """The sealed first review of the task's current version waiting for its second, or None."""
+    if task.current_version_id is None:
+        return None
+    return (
+        Review.objects.filter(
+            task=task, version_id=task.current_version_id, stage=ReviewStage.FIRST, second_review__isnull=True
+        )
+        .select_related("reviewer")
+        .order_by("-created_at", "-pk")
+        .first()
+    )
+
+
 def review_queue_claim_states(tasks: list[Task], *, user, now: datetime) -> None:
-    """Mark each task ``claim_state``: "mine" (``user`` holds it), "other" (someone else does) or "free"."""
+    """Mark each task ``claim_state``: "mine" (``user`` holds it), "other" (someone else does) or "free"; and
+    ``review_round``: "" (one review), "first" (two needed, none given) or "second" (the sealed first is in)."""
+    sealed = set(
+        Review.objects.filter(
+            task__in=[t.pk for t in tasks if t.second_review_required],
+            version_id__in=[t.current_version_id for t in tasks if t.second_review_required],
+            stage=ReviewStage.FIRST,
+            second_review__isnull=True,
+        ).values_list("task_id", "version_id")
+    ) if any(t.second_review_required for t in tasks) else set()  # fmt: skip
     for task in tasks:
+        if (task.pk, task.current_version_id) in sealed:
+            task.review_round = "second"
+        else:
+            task.review_round = "first" if task.second_review_required else ""
         held = task.claimed_by_id is not None and task.claim_expires_at and task.claim_expires_at > now
         task.claim_state = ("mine" if task.claimed_by_id == user.pk else "other") if held else "free"
 
@@ -108,3 +135,63 @@ def review_queue_first_free(*, queue: QuerySet[Task], user) -> Task | None:
 def saved_filters_of(*, user, page: str) -> list:
     """``user``'s saved filters of a list page, by name."""
     return list(SavedFilter.objects.filter(user=user, page=page).order_by("name"))
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """Pairs of reviews (a first and its second) and how many agreed (the same decision)."""
+
+    label: str
+    pairs: int
+    agreed: int
+
+    @property
+    def rate(self) -> float | None:
+        return self.agreed / self.pairs if self.pairs else None
+
+
+def review_agreement() -> tuple[Agreement, list[Agreement]]:
+    """How often two reviewers of the same version made the same decision: overall, and per pair of reviewers
+    (whoever went first), the pairs with most reviews first. One query."""
+    rows = (
+        Review.objects.filter(stage=ReviewStage.SECOND, paired_with__isnull=False)
+        .values("reviewer__username", "paired_with__reviewer__username")
+        .annotate(pairs=Count("pk"), agreed=Count("pk", filter=Q(decision=F("paired_with__decision"))))
+        .order_by()
+    )
+    by_pair: dict[tuple[str, str], list[int]] = {}
+    for row in rows:
+        key = tuple(sorted((row["reviewer__username"], row["paired_with__reviewer__username"])))
+        counts = by_pair.setdefault(key, [0, 0])
+        counts[0] += row["pairs"]
+        counts[1] += row["agreed"]
+    pairs = [Agreement(f"{a} & {b}", n, k) for (a, b), (n, k) in by_pair.items()]
+    pairs.sort(key=lambda p: (-p.pairs, p.label))
+    overall = Agreement("all reviewers", sum(p.pairs for p in pairs), sum(p.agreed for p in pairs))
+    return overall, pairs
+
+
+def task_review_pairs(*, history: list[dict]) -> list[dict]:
+    """The settled pairs of reviews in a task's history (``selectors.task_history``), newest first:
+    ``{"first", "second", "agree"}`` (a sealed first review is not in it: it shows once its second is given)."""
+    reviews = [e["object"] for e in reversed(history) if e["kind"] == "review"]
+    seconds = [r for r in reviews if r.stage == ReviewStage.SECOND]
+    return [
+        {"first": r.paired_with, "second": r, "agree": r.decision == r.paired_with.decision}
+        for r in seconds
+        if r.paired_with is not None
+    ]
+
+
+def second_review_context(*, task: Task, user, history: list[dict]) -> dict[str, Any]:
+    """What the review page shows of the second review: whether one is required, the sealed first review's
+    state (never its decision, except to its own reviewer), the settled pairs with agree/disagree. No query when
+    the task needs one review (a sealed first review exists only while two are required)."""
+    waiting = task.status == TaskStatus.IN_REVIEW and task.second_review_required
+    first = pending_first_review(task) if waiting else None
+    return {
+        "second_required": task.second_review_required,
+        "first_sealed": first,
+        "first_is_mine": first is not None and first.reviewer_id == user.pk,
+        "review_pairs": task_review_pairs(history=history),
+    }

@@ -18,7 +18,15 @@ from tasks_app.models.calibration import (
     RubricGate,
     TaskCalibration,
 )
-from tasks_app.models.reviews import Comment, ReferenceRun, Review, ReviewDecision, SavedFilter, SavedFilterPage
+from tasks_app.models.reviews import (
+    Comment,
+    ReferenceRun,
+    Review,
+    ReviewDecision,
+    ReviewStage,
+    SavedFilter,
+    SavedFilterPage,
+)
 from tasks_app.models.tasks import Criterion, Difficulty, Task, TaskStatus, TaskType, TaskVersion
 
 __all__ = [
@@ -34,6 +42,7 @@ __all__ = [
     "ReferenceRun",
     "Review",
     "ReviewDecision",
+    "ReviewStage",
     "Rollout",
     "RolloutPolicy",
     "RolloutStatus",

@@ -15,6 +15,15 @@ class ReviewDecision(models.TextChoices):
     REJECT = "reject"
 
 
+class ReviewStage(models.TextChoices):
+    """A task that needs one review gets ``single`` ones; one that needs two (``Task.second_review_required``)
+    gets a ``first`` decision, sealed until a different reviewer gives the ``second`` (``paired_with`` the first)."""
+
+    SINGLE = "single"
+    FIRST = "first", "First of two"
+    SECOND = "second", "Second of two"
+
+
 class Review(models.Model):
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="reviews")
     version = models.ForeignKey(TaskVersion, on_delete=models.PROTECT, related_name="reviews")
@@ -23,6 +32,11 @@ class Review(models.Model):
     comment = models.TextField(blank=True)
     gate = models.JSONField(default=dict, blank=True, help_text="The gate's checklist when the task was approved")
     gate_override_reason = models.TextField(blank=True, help_text="An admin's reason for approving over the gate")
+    stage = models.CharField(max_length=8, choices=ReviewStage.choices, default=ReviewStage.SINGLE)
+    paired_with = models.OneToOneField(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="second_review",
+        help_text="On a second review: the first review it was given blind to.",
+    )  # fmt: skip
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:

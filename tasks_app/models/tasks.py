@@ -71,6 +71,10 @@ class Task(models.Model):
     )
     claim_expires_at = models.DateTimeField(null=True, blank=True)
     submitted_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    # Two reviewers decide, the second without seeing the first decision; approved only when both approve.
+    second_review_required = models.BooleanField(
+        default=False, help_text="A second reviewer decides independently; approved only when both approve."
+    )
     # Set when a frozen release holds the task out of training: then it, its rubric and its episodes are read
     # only with eval:read (the ``read_holdout`` permission). Written by the release freeze, never cleared.
     held_out = models.BooleanField(default=False, db_index=True, editable=False)

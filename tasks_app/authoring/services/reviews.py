@@ -1,5 +1,8 @@
 """The review workflow: claim (a lease), decide, comment.
 
+A task that requires a second review (``services.second_review``) is settled by two independent decisions: the
+first is sealed and keeps the task in review; the second settles it (approved only when both approve).
+
 Approving goes through the gate (``tasks_app.calibration.services.gates``): the version's reference passes on its
 snapshot, no must-fail red-team policy passes and every must-pass one does. A refused gate stops the approval unless an
 admin gives a written reason (``override_reason``); the review keeps the gate's checklist and the reason.
@@ -16,8 +19,9 @@ from django.db.models import Q
 from django.utils import timezone
 
 from corecraft_site.roles import is_admin
+from tasks_app.authoring.services.second_review import pair_status, review_stage_for
 from tasks_app.calibration.services.gates import gate_problems, gate_record, rubric_gate_current, rubric_gate_ensure
-from tasks_app.models import Comment, Criterion, Review, ReviewDecision, Task, TaskStatus, TaskVersion
+from tasks_app.models import Comment, Criterion, Review, ReviewDecision, ReviewStage, Task, TaskStatus, TaskVersion
 from tasks_app.permissions import review_check, task_discuss_check
 
 REVIEW_LEASE = timedelta(minutes=30)
@@ -34,6 +38,7 @@ def review_claim(*, task: Task, user, lease: timedelta = REVIEW_LEASE) -> Task:
     review_check(user, task)
     if task.status != TaskStatus.IN_REVIEW:
         raise ValidationError(f"only a task in review can be claimed, not a {task.status} one")
+    review_stage_for(task=task, user=user)  # the reviewer who gave the first of two reviews can't take the second
     now = timezone.now()
     # Compare-and-set: of two reviewers claiming at once, one UPDATE matches and the other finds the lease taken.
     taken = Task.objects.filter(
@@ -71,10 +76,22 @@ def _decide(*, task: Task, user, decision: str, comment: str, status: str, gate_
         raise ValidationError(f"only a task in review can be decided, not a {task.status} one")
     if task.claimed_by_id != user.pk or task.claim_expires_at is None or task.claim_expires_at <= timezone.now():
         raise PermissionDenied("claim the task first: only the reviewer holding its lease decides")
+    stage, first = review_stage_for(task=task, user=user)
     extra = gate_check(task.current_version) if gate_check is not None else {}
     review = Review.objects.create(
-        task=task, version=task.current_version, reviewer=user, decision=decision, comment=comment.strip(), **extra
+        task=task,
+        version=task.current_version,
+        reviewer=user,
+        decision=decision,
+        comment=comment.strip(),
+        stage=stage,
+        paired_with=first,
+        **extra,
     )
+    if stage == ReviewStage.FIRST:  # sealed: the task waits in review for a different reviewer's decision
+        status = TaskStatus.IN_REVIEW
+    elif stage == ReviewStage.SECOND:
+        status = pair_status(first.decision, decision)
     task.status = status
     task.claimed_by, task.claim_expires_at = None, None
     task.save(update_fields=["status", "claimed_by", "claim_expires_at", "updated_at"])

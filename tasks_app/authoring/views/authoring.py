@@ -367,7 +367,7 @@ def task_detail_page(request: HttpRequest, task_id: int) -> HttpResponse:
     run = reference_run_latest(version=version)
     texts = {str(c.key): c.text for c in criteria}
     can_edit = allowed(task_edit_check, user, task)
-    history = task_history(task=task)
+    history = task_history(task=task, viewer=user)
     reviews = [event["object"] for event in history if event["kind"] == "review"]
     context = {
         "task": task,

@@ -34,11 +34,13 @@ from tasks_app.authoring.selectors import (
 )
 from tasks_app.authoring.selectors_review import (
     QUEUE_FILTERS,
+    review_agreement,
     review_queue_claim_states,
     review_queue_filtered,
     review_queue_first_free,
     review_queue_neighbour,
     saved_filters_of,
+    second_review_context,
 )
 from tasks_app.authoring.services.review_bulk import review_bulk_decide
 from tasks_app.authoring.services.reviews import (
@@ -52,6 +54,7 @@ from tasks_app.authoring.services.reviews import (
     review_request_changes,
 )
 from tasks_app.authoring.services.saved_filters import saved_filter_delete, saved_filter_save
+from tasks_app.authoring.services.second_review import decision_words
 from tasks_app.calibration.selectors import FLAG_FILTERS, SORTS, with_cells
 from tasks_app.calibration.services.gates import gate_checklist, rubric_gate_current, rubric_gate_ensure
 from tasks_app.models import (
@@ -112,6 +115,7 @@ def _queue_page(request: HttpRequest, params, *, save_name: str = "", save_error
         "saved_filters": saved_filters_of(user=request.user, page=SavedFilterPage.REVIEW_QUEUE),
         "save_name": save_name,
         "save_errors": save_errors or {},
+        "agreement": review_agreement(),
     }
     template = "review/queue.html#queue-table" if request.htmx and not request.htmx.boosted else "review/queue.html"
     # htmx swaps only 2xx answers: the table comes back (bad filters left out); a full page says 400.
@@ -286,6 +290,8 @@ def _review_context(request: HttpRequest, task: Task, **extra: Any) -> dict[str,
     roles = user_roles(user)
     in_review = task.status == TaskStatus.IN_REVIEW
     held_by_me = held and task.claimed_by_id == user.pk
+    history = task_history(task=task, viewer=user)
+    second = second_review_context(task=task, user=user, history=history)
     if not in_review:
         decide_note = f"This task is {task.get_status_display().lower()}: there is nothing to decide."
     elif user.pk in (task.author_id, version.created_by_id if version else None):
@@ -295,6 +301,9 @@ def _review_context(request: HttpRequest, task: Task, **extra: Any) -> dict[str,
         )
     elif not may_review:
         decide_note = f"You can't review this task: {why_not}."
+    elif second["first_is_mine"]:
+        may_review = False  # the second of two reviews is a different reviewer's
+        decide_note = "You gave the first of two reviews: a different reviewer gives the second, without seeing yours."
     elif not held_by_me:
         decide_note = "Claim the task to decide: only the reviewer holding it approves, requests changes or rejects."
     else:
@@ -308,7 +317,7 @@ def _review_context(request: HttpRequest, task: Task, **extra: Any) -> dict[str,
         "decision_override": "",
         "criteria": criteria,
         "task_comment_list": by_key.get(None, []),
-        "history": task_history(task=task),
+        "history": history,
         "run": run,
         "run_calls": run_calls,
         "solution_calls": solution_calls,
@@ -326,6 +335,7 @@ def _review_context(request: HttpRequest, task: Task, **extra: Any) -> dict[str,
         "decision_comment": "",
         "decision_choice": "",
         "decisions": ReviewDecision,
+        **second,
         **extra,
     }
 
@@ -384,11 +394,11 @@ def decide(request: HttpRequest, task_id: int) -> HttpResponse:
         service, done = DECISIONS[choice]
         extra = {"override_reason": override} if choice == ReviewDecision.APPROVE else {}
         try:
-            service(task=task, user=request.user, comment=comment, **extra)
+            review = service(task=task, user=request.user, comment=comment, **extra)
         except ValidationError as exc:
             errors = exc.messages
         else:
-            messages.success(request, f"{done} “{task.title}”.")
+            messages.success(request, decision_words(review, done))
             return redirect("review:queue")
     context = _review_context(
         request,
