@@ -33,7 +33,8 @@ import django
 django.setup()
 
 from tasks_app.library.families import FAMILIES, family_instantiate  # noqa: E402
-from tasks_app.library.services.task_library import entities_missing, entity_ids_named, starter_tasks_read  # noqa: E402
+from tasks_app.library.services.library_files import starter_tasks_read  # noqa: E402
+from tasks_app.library.services.task_library import entities_missing, entity_ids_named  # noqa: E402
 from tasks_app.library.similarity import NEAR_DUPLICATE_THRESHOLD, most_similar, near_duplicate_pairs  # noqa: E402
 from tasks_app.perturbations import SnapshotReplay, rubric_check  # noqa: E402
 from world_app.snapshots import snapshot_latest  # noqa: E402

@@ -33,7 +33,8 @@ django.setup()
 from django.core.management import call_command  # noqa: E402
 
 from rubrics_app.models import ModelEndpoint  # noqa: E402
-from tasks_app.calibration.services.calibration import calibration_run_create, calibration_run_execute_inline  # noqa: E402
+from tasks_app.calibration.services.calibration import calibration_run_create  # noqa: E402
+from tasks_app.calibration.services.calibration_items import calibration_run_execute_inline  # noqa: E402
 from tasks_app.models import Rollout, Task, TaskStatus, TaskType  # noqa: E402
 
 MODEL_URL = os.environ.get("MODEL_URL", "http://127.0.0.1:8090/v1")

@@ -1,4 +1,5 @@
-"""Celery tasks of calibration runs: thin wrappers over ``tasks_app.calibration.services.calibration``.
+"""Celery tasks of calibration runs: thin wrappers over ``tasks_app.calibration.services``
+(``calibration_items``: executing, judging and sweeping items).
 
 Both take an item id (never a model instance), acknowledge late and are rejected back to the queue when their
 worker dies; the services make a repeated delivery harmless. Rollouts go to the ``rollouts`` queue and llm
@@ -12,7 +13,7 @@ from celery import shared_task
 from celery.signals import worker_process_init
 from django.conf import settings
 
-from tasks_app.calibration.services.calibration import (
+from tasks_app.calibration.services.calibration_items import (
     calibration_item_execute,
     calibration_item_judge,
     calibration_items_sweep,

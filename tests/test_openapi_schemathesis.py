@@ -15,7 +15,8 @@ from hypothesis.errors import Unsatisfiable
 from schemathesis.checks import not_a_server_error
 
 from tests.trainer_bridge.trainer_fixtures import trainer_world_make
-from trainer_bridge.services import api_token_create, export_request
+from trainer_bridge.export_jobs import export_request
+from trainer_bridge.services import api_token_create
 from trainer_bridge.trainer_services import trainer_episode_open
 
 pytestmark = [pytest.mark.django_db(databases=["default", "episode"]), pytest.mark.slow]

@@ -26,7 +26,8 @@ from rubrics_app.models import JudgeConfig, ModelEndpoint
 from tasks_app.models import Task, TaskStatus
 from tests.tasks_app.factories import task_make, user_in
 from tests.trainer_bridge.trainer_fixtures import trainer_world_make
-from trainer_bridge.services import api_token_create, export_request
+from trainer_bridge.export_jobs import export_request
+from trainer_bridge.services import api_token_create
 from trainer_bridge.trainer_services import trainer_episode_open
 
 pytestmark = [pytest.mark.django_db(databases=["default", "episode"]), pytest.mark.usefixtures("fresh_episode_state")]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from trainer_bridge.export_jobs import export_job_run
 from trainer_bridge.models import ExportJob
-from trainer_bridge.services import export_job_run
 
 
 @shared_task(name="trainer_bridge.tasks.export_run", queue="exports")

@@ -17,7 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from corecraft_site.roles import ADMIN, user_roles
 from tasks_app.models import Difficulty, TaskType
-from trainer_bridge import services
+from trainer_bridge import export_jobs, services
 from trainer_bridge.exports import CONTENT_TYPES
 from trainer_bridge.models import ExportFormat, ExportJob, ExportStatus, Release, Split
 from trainer_bridge.selectors import export_jobs_for, release_compare, release_get, release_list
@@ -231,7 +231,7 @@ def release_delete(request: HttpRequest, slug: str) -> HttpResponse:
 def release_export(request: HttpRequest, slug: str) -> HttpResponse:
     release = _release_or_404(slug)
     try:
-        services.export_request(
+        export_jobs.export_request(
             release=release, split=request.POST.get("split", ""), format=request.POST.get("format", ""),
             user=request.user,
         )  # fmt: skip
@@ -258,13 +258,13 @@ def release_exports(request: HttpRequest, slug: str) -> HttpResponse:
 @admin_page
 def export_download(request: HttpRequest, job_id: int) -> HttpResponse:
     job = ExportJob.objects.select_related("release").filter(pk=job_id).first()
-    if job is None or not services.export_file_ready(job):
+    if job is None or not export_jobs.export_file_ready(job):
         raise Http404("No such export file (yet).")
     if job.etag and job.etag in request.headers.get("If-None-Match", ""):
         response = HttpResponse(status=304)
         response["ETag"] = job.etag
         return response
-    path = services.export_file_path(job)
+    path = export_jobs.export_file_path(job)
     response = FileResponse(
         path.open("rb"),
         as_attachment=True,

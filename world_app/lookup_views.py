@@ -7,7 +7,8 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from world_app.selectors_lookup import LOOKUP_KINDS, world_entity, world_lookup
+from world_app.selectors_entity import world_entity
+from world_app.selectors_lookup import LOOKUP_KINDS, world_lookup
 
 # Reading the live world is a grant of the roles that work on it (authors, reviewers, admins), not of a login.
 VIEW_LIVE_WORLD = "world_app.view_customer"

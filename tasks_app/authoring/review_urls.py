@@ -2,18 +2,18 @@
 
 from django.urls import path
 
-from tasks_app.authoring.views import review, second_review
+from tasks_app.authoring.views import review, review_queue, second_review
 
 app_name = "review"
 
 urlpatterns = [
-    path("", review.queue, name="queue"),
-    path("mine/", review.mine, name="mine"),
-    path("next/", review.next_item, name="next"),
-    path("claim-next/", review.claim_next, name="claim_next"),
-    path("bulk/", review.bulk_decide, name="bulk"),
-    path("filters/", review.filter_save, name="filter_save"),
-    path("filters/<int:filter_id>/delete/", review.filter_delete, name="filter_delete"),
+    path("", review_queue.queue, name="queue"),
+    path("mine/", review_queue.mine, name="mine"),
+    path("next/", review_queue.next_item, name="next"),
+    path("claim-next/", review_queue.claim_next, name="claim_next"),
+    path("bulk/", review_queue.bulk_decide, name="bulk"),
+    path("filters/", review_queue.filter_save, name="filter_save"),
+    path("filters/<int:filter_id>/delete/", review_queue.filter_delete, name="filter_delete"),
     path("tasks/<int:task_id>/", review.task_page, name="task"),
     path("tasks/<int:task_id>/claim/", review.claim, name="claim"),
     path("tasks/<int:task_id>/release/", review.release, name="release"),

@@ -39,7 +39,8 @@ from typing import Any
 
 from rubrics_app import answer_facts
 from rubrics_app.criteria import as_number
-from rubrics_app.programmatic import _strings_in, response_verdict
+from rubrics_app.programmatic.responses import response_verdict
+from rubrics_app.programmatic.tool_calls import strings_in
 from tasks_app.perturbations import answer_facts as perturbable_facts
 from tasks_app.perturbations import drop_facts
 from tasks_app.red_team import answer_reformatted, answer_reworded
@@ -294,7 +295,7 @@ def _seen_ids(answer: str, instruction: str, results: list) -> list[str]:
     seen: set[str] = set()
     for result in results:
         if not (isinstance(result, dict) and "error" in result):
-            seen |= _strings_in(result)
+            seen |= strings_in(result)
     given = {m.value for m in answer_facts.id_mentions(instruction)}
     fresh = [i for i in named if i in seen and i not in given]
     return (fresh or [i for i in named if i in seen])[:SAW_MAX_IDS]

@@ -17,7 +17,9 @@ from django.core.exceptions import ValidationError
 
 from rubrics_app.criteria import criteria_validate, criteria_warnings, criterion_content_hash
 from rubrics_app.patterns import PATTERN_TIMEOUT_S
-from rubrics_app.programmatic import criteria_evaluate, response_verdict, tool_call_verdict
+from rubrics_app.programmatic import criteria_evaluate
+from rubrics_app.programmatic.responses import response_verdict
+from rubrics_app.programmatic.tool_calls import tool_call_verdict
 from tests.factories import small_world
 from world_app.episodes import episode_create
 from world_app.snapshots import snapshot_publish

@@ -26,11 +26,11 @@ from kombu import pools as kombu_pools
 from corecraft_site.celery import app as celery_app
 from corecraft_site.llm.scripted_server import ScriptedLLMServer
 from tasks_app.calibration.services.calibration import (
-    calibration_items_sweep,
     calibration_run_create,
     calibration_run_progress,
     calibration_run_start,
 )
+from tasks_app.calibration.services.calibration_items import calibration_items_sweep
 from tasks_app.models import CalibrationItemStatus, CalibrationRun, CalibrationRunStatus, Rollout, RolloutStatus
 from tests.processes import ROOT, app_process_env
 from tests.tasks_app.rollout_helpers import backorder_task, endpoint_make, solving_script, world_make

@@ -19,16 +19,18 @@ from corecraft_site.llm.scripted_server import Fault, Reply, ScriptedLLMServer
 from rubrics_app.models import JudgeConfig
 from tasks_app.calibration.rollouts.replays import perturbation_keys
 from tasks_app.calibration.services.calibration import (
-    EXECUTE_LOCK,
-    calibration_item_execute,
-    calibration_item_judge,
     calibration_run_cancel,
     calibration_run_create,
-    calibration_run_execute_inline,
     calibration_run_plan,
     calibration_run_progress,
     calibration_run_resume,
     calibration_run_start,
+)
+from tasks_app.calibration.services.calibration_items import (
+    EXECUTE_LOCK,
+    calibration_item_execute,
+    calibration_item_judge,
+    calibration_run_execute_inline,
 )
 from tasks_app.models import (
     CalibrationItem,

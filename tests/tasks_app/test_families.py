@@ -13,12 +13,8 @@ from django.core.management import call_command
 
 from tasks_app.library.families import FAMILIES, family_instantiate, family_tasks_load
 from tasks_app.library.families.base import BRANCH_SHARE_MAX, branch_cap
-from tasks_app.library.services.task_library import (
-    entities_missing,
-    entity_ids_named,
-    library_task_validate,
-    starter_tasks_read,
-)
+from tasks_app.library.services.library_files import library_task_validate, starter_tasks_read
+from tasks_app.library.services.task_library import entities_missing, entity_ids_named
 from tasks_app.library.similarity import NEAR_DUPLICATE_THRESHOLD, most_similar, near_duplicate_pairs
 from tasks_app.models import Task, TaskStatus
 from tasks_app.perturbations import SnapshotReplay, rubric_check

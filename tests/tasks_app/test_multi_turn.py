@@ -12,7 +12,7 @@ from corecraft_site.llm.scripted_server import Reply, ScriptedLLMServer, Scripte
 from rubrics_app.endpoints import endpoint_client
 from rubrics_app.judgement import Trajectory, rubric_of, trajectory_judge
 from tasks_app.calibration.rollouts import rollout_create, rollout_execute
-from tasks_app.library.services.task_library import library_task_validate
+from tasks_app.library.services.library_files import library_task_validate
 from tasks_app.models import RolloutPolicy, RolloutStatus
 from tasks_app.perturbations import SnapshotReplay
 from tasks_app.red_team import red_team_check
@@ -151,7 +151,8 @@ def test_the_judgement_sees_the_conversation_turn_and_when_it_came(world, versio
         trajectory = Trajectory.of(instruction="i", snapshot_version=1, tool_calls=calls, final_answer=ANSWER,
                                    episode=None, simulated_user=spec)  # fmt: skip
         asked = rubric[1]
-        from rubrics_app.programmatic import calls_as_steps, tool_call_verdict
+        from rubrics_app.programmatic import calls_as_steps
+        from rubrics_app.programmatic.tool_calls import tool_call_verdict
 
         return trajectory, tool_call_verdict(asked, calls_as_steps(calls), simulated_user=spec)
 

@@ -218,7 +218,7 @@ def test_no_must_fail_policy_ends_where_the_reference_ends():
 def test_flipping_a_flag_the_refund_rules_ignore_is_no_perturbation(seeded_world):
     """Cables pay no restocking fee and ``opened`` is not stored: flipping it on the refund is no fault (the library
     check and calibration share this), while changing the reason is one."""
-    from tasks_app.library.services.task_library import starter_tasks_read
+    from tasks_app.library.services.library_files import starter_tasks_read
 
     snapshot = snapshot_publish(note="red team: same outcome")
     (task,), _ = starter_tasks_read(

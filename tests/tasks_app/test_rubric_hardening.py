@@ -8,7 +8,10 @@ import uuid
 from types import SimpleNamespace
 
 from rubrics_app.criteria import criteria_validate, criterion_content_hash
-from rubrics_app.programmatic import calls_as_steps, response_verdict, state_verdict, tool_call_verdict
+from rubrics_app.programmatic import calls_as_steps
+from rubrics_app.programmatic.responses import response_verdict
+from rubrics_app.programmatic.state import state_verdict
+from rubrics_app.programmatic.tool_calls import tool_call_verdict
 from tasks_app.library.rubric_hardening import FACT_SHARE, criteria_harden
 from tasks_app.perturbations import drop_facts
 from tasks_app.red_team import answer_reformatted, answer_reworded

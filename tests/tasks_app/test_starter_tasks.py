@@ -7,14 +7,8 @@ from collections import Counter
 
 import pytest
 
-from tasks_app.library.services.task_library import (
-    STARTER_DIR,
-    entities_missing,
-    entity_ids_named,
-    starter_files,
-    starter_tasks_read,
-    task_library_load,
-)
+from tasks_app.library.services.library_files import STARTER_DIR, starter_files, starter_tasks_read
+from tasks_app.library.services.task_library import entities_missing, entity_ids_named, task_library_load
 from tasks_app.library.similarity import near_duplicate_pairs
 from tasks_app.models import Task, TaskStatus
 from tasks_app.perturbations import SnapshotReplay, rubric_check

@@ -12,13 +12,9 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from tasks_app.authoring.services.tasks import task_update
-from tasks_app.library.services.task_library import (
-    LIBRARY_AUTHOR,
-    LIBRARY_REVIEWER,
-    TaskLibraryError,
-    task_library_load,
-    task_library_stats,
-)
+from tasks_app.library.selectors import task_library_stats
+from tasks_app.library.services.library_files import TaskLibraryError
+from tasks_app.library.services.task_library import LIBRARY_AUTHOR, LIBRARY_REVIEWER, task_library_load
 from tasks_app.models import Review, Task, TaskStatus
 from tests.tasks_app.factories import WorldSnapshotFactory, admin
 
@@ -238,7 +234,7 @@ def test_a_task_sent_back_by_a_reviewer_is_not_approved_over_the_objection(tmp_p
 def gate_file_entries(path: Path, snapshot, *, passes: bool) -> dict:
     """A gate file's entries for the tasks under ``path`` on ``snapshot``, under their keys."""
     from tasks_app.calibration.services.gates import gate_entry, gate_key_of
-    from tasks_app.library.services.task_library import starter_tasks_read
+    from tasks_app.library.services.library_files import starter_tasks_read
 
     gameable = [] if passes else [{"policy": "dump", "why": "passes: no required criterion fails it",
                                    "criteria": ["Gives the tracking number."]}]  # fmt: skip
@@ -304,7 +300,7 @@ def test_a_stale_or_foreign_gate_is_computed_again_never_trusted(tmp_path, seede
     stored gate whose key is not the version's current one is stale: the real red team decides, and refuses a
     task a no-call reply passes."""
     from tasks_app.calibration.services.gates import gate_entry, gate_key, rubric_gate_current
-    from tasks_app.library.services.task_library import starter_tasks_read
+    from tasks_app.library.services.library_files import starter_tasks_read
     from world_app.snapshots import snapshot_publish
 
     snapshot = snapshot_publish(note="library gate")

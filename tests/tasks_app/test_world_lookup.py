@@ -19,7 +19,8 @@ from world_app.models import (
     Product,
     SupportTicket,
 )
-from world_app.selectors_lookup import PAGE_SIZE, world_entity, world_lookup
+from world_app.selectors_entity import world_entity
+from world_app.selectors_lookup import PAGE_SIZE, world_lookup
 
 pytestmark = pytest.mark.django_db
 

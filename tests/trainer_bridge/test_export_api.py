@@ -108,11 +108,11 @@ def test_unknown_format_is_400(frozen_release, token_client):
 def test_large_export_is_a_job_with_progress_then_a_download(
     frozen_release, token_client, settings, tmp_path, monkeypatch, django_capture_on_commit_callbacks
 ):
-    from trainer_bridge import services
+    from trainer_bridge import export_jobs
     from trainer_bridge.models import ExportJob
 
     settings.MEDIA_ROOT = tmp_path
-    monkeypatch.setattr(services, "EXPORT_INLINE_MAX_ROWS", 3)
+    monkeypatch.setattr(export_jobs, "EXPORT_INLINE_MAX_ROWS", 3)
     client = token_client("train:read")
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         response = client.get("/api/v1/releases/r1/exports/hf?split=train")
@@ -121,14 +121,14 @@ def test_large_export_is_a_job_with_progress_then_a_download(
     assert job["status"] == "queued" and job["download_url"] is None and len(callbacks) == 1
     assert client.get(job["url"]).json()["progress"] == 0.0
     # What the "exports" worker runs:
-    services.export_job_run(job_id=job["id"])
+    export_jobs.export_job_run(job_id=job["id"])
     done = client.get(job["url"]).json()
     assert done["status"] == "done" and done["progress"] == 1.0 and done["rows_written"] == 15
     download = client.get(done["download_url"])
     assert download.status_code == 200 and download["ETag"] == f'"{done["sha256"]}"'
     assert ExportJob.objects.count() == 1
     # A holdout job is invisible to this token.
-    holdout = services.export_request(release=frozen_release, split="holdout", format="jsonl", inline=False)
+    holdout = export_jobs.export_request(release=frozen_release, split="holdout", format="jsonl", inline=False)
     assert client.get(f"/api/v1/exports/{holdout.pk}/").status_code == 404
 
 

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
 from schemathesis.checks import not_a_server_error
 
-from trainer_bridge.services import api_token_create, export_request
+from trainer_bridge.export_jobs import export_request
+from trainer_bridge.services import api_token_create
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 

@@ -8,9 +8,9 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
+from trainer_bridge.export_jobs import export_job_run, export_request
 from trainer_bridge.exports import AGENT_NAME, CHUNK, export_write
 from trainer_bridge.models import ExportJob, ExportStatus, ReleaseRow
-from trainer_bridge.services import export_job_run, export_request
 
 pytestmark = pytest.mark.django_db
 
@@ -82,14 +82,14 @@ def test_export_job_writes_the_file_under_media_root(frozen_release, settings, t
 
 
 def test_a_failed_export_is_recorded_and_retried(frozen_release, settings, tmp_path, monkeypatch):
-    from trainer_bridge import services
+    from trainer_bridge import export_jobs
 
     settings.MEDIA_ROOT = tmp_path
 
     def broken(**kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr(services, "export_write", broken)  # the name the export job calls
+    monkeypatch.setattr(export_jobs, "export_write", broken)  # the name the export job calls
     job = export_request(release=frozen_release, split="train", format="hf")
     assert job.status == ExportStatus.FAILED and "disk full" in job.error
     assert not list(tmp_path.rglob("*.part"))

@@ -21,7 +21,7 @@ def test_the_404_page_never_lists_the_urlconf_even_under_debug(client, settings)
 
 
 def test_export_job_ids_are_not_sequential(frozen_release, admin_user):
-    from trainer_bridge.services import export_request
+    from trainer_bridge.export_jobs import export_request
 
     jobs = [
         export_request(release=frozen_release, split="train", format=fmt, user=admin_user, inline=True)

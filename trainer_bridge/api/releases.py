@@ -16,7 +16,7 @@ from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from trainer_bridge import services
+from trainer_bridge import export_jobs
 from trainer_bridge.auth import HasScope, TokenApiView, token_scopes
 from trainer_bridge.exports import CONTENT_TYPES, JsonlLines
 from trainer_bridge.models import ExportFormat, ExportJob, ExportStatus, Release, Scope, Split
@@ -275,7 +275,7 @@ def _file_response(request: Request, job: ExportJob) -> HttpResponse:
         response = HttpResponse(status=status.HTTP_304_NOT_MODIFIED)
         response["ETag"] = etag
         return response
-    path = services.export_file_path(job)
+    path = export_jobs.export_file_path(job)
     response = FileResponse(
         path.open("rb"),
         content_type=CONTENT_TYPES[job.format],
@@ -309,8 +309,8 @@ class ReleaseExportApi(TokenApiView):
         if format not in ExportFormat.values:
             raise exceptions.ValidationError({"format": [f"One of {', '.join(ExportFormat.values)}."]})
         split = _query_split(request)
-        job = services.export_request(release=release, split=split, format=format, user=request.user)
-        if services.export_file_ready(job):
+        job = export_jobs.export_request(release=release, split=split, format=format, user=request.user)
+        if export_jobs.export_file_ready(job):
             return _file_response(request, job)
         body = ExportJobOutputSerializer(job, context={"request": request}).data
         return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
@@ -358,6 +358,6 @@ class ExportJobDownloadApi(TokenApiView):
     )
     def get(self, request: Request, job_id: int) -> HttpResponse:
         job = _job_or_404(request, job_id)
-        if not services.export_file_ready(job):
+        if not export_jobs.export_file_ready(job):
             raise Conflict(f"The export is {job.status}; poll the job until it is done.", code="export_not_ready")
         return _file_response(request, job)

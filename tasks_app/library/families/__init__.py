@@ -23,12 +23,8 @@ from tasks_app.library.families.return_lookup import ReturnLookupFamily
 from tasks_app.library.families.returns import ReturnRequestFamily
 from tasks_app.library.families.shipping import ShipmentStatusFamily
 from tasks_app.library.families.warranty import WarrantyClaimFamily
-from tasks_app.library.services.task_library import (
-    LoadReport,
-    library_snapshot,
-    library_task_validate,
-    library_tasks_load,
-)
+from tasks_app.library.services.library_files import library_task_validate
+from tasks_app.library.services.task_library import LoadReport, library_snapshot, library_tasks_load
 from world_app.episodes import scratch_world
 from world_app.snapshots import snapshot_latest
 

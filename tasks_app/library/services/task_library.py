@@ -26,6 +26,11 @@ scratch world for the whole load, only where neither has it: a stale or missing 
 
 The library's two users are system accounts without a usable password: ``corecraft-library`` (author role)
 and ``corecraft-library-review`` (reviewer role); nobody reviews their own task, so it takes two.
+
+Beside the loading, this module answers which world entities a task names and whether the world has them
+(``entity_ids_named``, ``entities_missing``). Reading and validating the files is ``library_files``; the gates of
+the whole library (``manage.py library_gates``) are ``library_gates``; the counts of tasks are
+``tasks_app.library.selectors``.
 """
 
 from __future__ import annotations
@@ -37,7 +42,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
@@ -45,38 +49,25 @@ from django.db import transaction
 
 from corecraft_site.roles import AUTHOR, REVIEWER
 from corecraft_site.service_errors import error_lines
-from rubrics_app.criteria import criteria_validate, criterion_content_hash
-from tasks_app.authoring.services.reference_solution import reference_solution_validate
 from tasks_app.authoring.services.reviews import GateRefused, comment_add, review_approve, review_claim, review_release
 from tasks_app.authoring.services.tasks import task_create, task_submit_for_review, task_update
 from tasks_app.calibration.services.gates import (
-    findings_problems,
-    gate_entry,
-    gate_entry_findings,
-    gate_key_of,
     gate_problems,
     gate_replay,
     library_gates_read,
     rubric_gate_current,
     rubric_gate_ensure,
 )
-from tasks_app.models import Difficulty, Task, TaskStatus, TaskType, TaskVersion
-from tasks_app.perturbations import SnapshotReplay
-from tasks_app.red_team import red_team_check
-from world_app.contract import CONVERSATION_TOOLS
-from world_app.conversation import SimulatedUserInvalid, facts_disclosed, simulated_user_validate
+from tasks_app.library.services.library_files import LibraryTask, TaskLibraryError, starter_tasks_read
+from tasks_app.models import Task, TaskStatus, TaskVersion
 from world_app.episodes import scratch_world
 from world_app.episodes.errors import SnapshotNotPublished
 from world_app.models import WORLD_MODELS
 from world_app.snapshots import snapshot_latest
 
-STARTER_DIR = Path(__file__).resolve().parents[2] / "fixtures" / "starter_tasks"  # tasks_app/fixtures/starter_tasks
 LIBRARY_AUTHOR = "corecraft-library"
 LIBRARY_REVIEWER = "corecraft-library-review"
 LOAD_STATUSES = (TaskStatus.APPROVED, TaskStatus.DRAFT)
-REQUIRED_FIELDS = ("key", "title", "task_type", "difficulty", "instruction", "criteria", "reference_solution")
-OPTIONAL_FIELDS = ("family", "tags", "reviewer_notes", "simulated_user")
-KEY = re.compile(r"^[a-z0-9][a-z0-9_-]{1,150}$")
 APPROVAL_COMMENT = "Library task: its {what} was reviewed in the repository; approved on load ({loaded_by})."
 GATE_REFUSED_COMMENT = (
     "Not approved on load: the gate refuses this version ({problems}). An admin may approve it over the gate "
@@ -85,10 +76,6 @@ GATE_REFUSED_COMMENT = (
 
 # Who ran the load, for the approval comment ("load_tasks by admin").
 _LOADED_BY: ContextVar[str] = ContextVar("library_loaded_by", default="load_tasks")
-
-
-class TaskLibraryError(ValidationError):
-    """The library cannot be loaded at all (no snapshot, no directory)."""
 
 
 @dataclass
@@ -137,21 +124,6 @@ class LoadReport:
         }
 
 
-@dataclass(frozen=True)
-class LibraryTask:
-    """A task as the library defines it (validated): what ``task_create`` takes, plus its source key."""
-
-    source_key: str
-    fields: dict
-    criteria: list[dict]
-
-    def criteria_hashes(self) -> list[str]:
-        return [criterion_content_hash(**{k: c[k] for k in _HASHED}) for c in self.criteria]
-
-
-_HASHED = ("kind", "text", "spec", "weight", "category", "required")
-
-
 # --- users ----------------------------------------------------------------------------------------------------
 
 
@@ -169,139 +141,6 @@ def library_users_ensure() -> tuple[Any, Any]:
         user.groups.add(group)
         users.append(user)
     return users[0], users[1]
-
-
-# --- parsing and validation -----------------------------------------------------------------------------------
-
-
-def library_task_validate(data: Any, *, source_key: str | None = None, where: str) -> LibraryTask:
-    """Check one task definition; raise ValidationError with every problem as ``<where>: <field>: why``."""
-    if not isinstance(data, dict):
-        raise ValidationError([f"{where}: a task must be a mapping of fields"])
-    problems = []
-    unknown = sorted(set(data) - set(REQUIRED_FIELDS) - set(OPTIONAL_FIELDS))
-    if unknown:
-        problems.append(f"{where}: {', '.join(unknown)}: unknown field(s); the fields are "
-                        f"{', '.join(REQUIRED_FIELDS + OPTIONAL_FIELDS)}")  # fmt: skip
-    for name in REQUIRED_FIELDS:
-        if name not in data or data[name] in (None, ""):
-            problems.append(f"{where}: {name}: required")
-    key = str(data.get("key") or "")
-    if key and not KEY.match(key):
-        problems.append(f"{where}: key: lowercase letters, digits, '-' and '_' only (got {key!r})")
-    if data.get("task_type") and data["task_type"] not in TaskType.values:
-        problems.append(f"{where}: task_type: one of {', '.join(TaskType.values)}")
-    if data.get("difficulty") and data["difficulty"] not in Difficulty.values:
-        problems.append(f"{where}: difficulty: one of {', '.join(Difficulty.values)}")
-    tags = data.get("tags") or []
-    if not isinstance(tags, list) or not all(isinstance(t, str) and t.strip() for t in tags):
-        problems.append(f"{where}: tags: a list of non-empty texts")
-    criteria: list[dict] = []
-    if isinstance(data.get("criteria"), list):
-        try:
-            criteria = [
-                {
-                    "kind": str(c.kind),
-                    "text": c.text,
-                    "spec": c.spec,
-                    "weight": c.weight,
-                    "category": str(c.category),
-                    "required": c.required,
-                }
-                for c in criteria_validate(data["criteria"])
-            ]
-        except ValidationError as exc:
-            problems.extend(f"{where}: {m}" for m in error_lines(exc))
-        if not data["criteria"]:
-            problems.append(f"{where}: criteria: at least one criterion")
-    elif "criteria" in data:
-        problems.append(f"{where}: criteria: must be a list")
-    solution: dict = {}
-    if data.get("reference_solution") is not None:
-        try:
-            solution = reference_solution_validate(data["reference_solution"])
-        except ValidationError as exc:
-            problems.extend(f"{where}: {m}" for m in error_lines(exc))
-    user: dict = {}
-    try:
-        user = simulated_user_validate(data.get("simulated_user"))
-    except SimulatedUserInvalid as exc:
-        problems.extend(f"{where}: {path}: {why}" for path, whys in exc.problems.items() for why in whys)
-    problems.extend(f"{where}: {m}" for m in _conversation_problems(user, criteria, solution))
-    if problems:
-        raise ValidationError(problems)
-    fields = {
-        "title": str(data["title"]).strip(),
-        "task_type": data["task_type"],
-        "difficulty": data["difficulty"],
-        "family": str(data.get("family") or "").strip(),
-        "tags": sorted({t.strip() for t in tags}),
-        "instruction": str(data["instruction"]).strip(),
-        "reviewer_notes": str(data.get("reviewer_notes") or "").strip(),
-        "reference_solution": solution,
-        "simulated_user": user,
-    }
-    return LibraryTask(source_key=source_key or f"starter:{key}", fields=fields, criteria=criteria)
-
-
-def _conversation_problems(user: dict, criteria: list[dict], solution: dict) -> list[str]:
-    """A scripted user's facts against the criteria that name them and the reference's questions: every fact a
-    criterion names is the user's, and every fact a criterion requires the reference actually asks for."""
-    problems = []
-    asks = [c for c in solution.get("calls") or [] if c.get("tool") in CONVERSATION_TOOLS]
-    if asks and not user:
-        problems.append("reference_solution: it asks the user (ask_user) but there is no simulated_user to answer")
-    facts = {f["key"] for f in (user or {}).get("facts", [])}
-    asked = {k for c in asks for k in facts_disclosed(user, str((c.get("arguments") or {}).get("message", "")))}
-    for index, criterion in enumerate(criteria):
-        spec = criterion.get("spec") or {}
-        if criterion.get("kind") != "tool_call" or spec.get("expect") != "asked":
-            continue
-        fact = spec.get("fact")
-        if fact not in facts:
-            problems.append(f"criteria[{index}].spec.fact: {fact!r} is no fact of the simulated_user "
-                            f"({', '.join(sorted(facts)) or 'there is none'})")  # fmt: skip
-        elif fact not in asked:
-            problems.append(f"criteria[{index}].spec.fact: the reference never asks for {fact!r} (no ask_user "
-                            "message of it mentions one of the fact's topics)")  # fmt: skip
-    return problems
-
-
-def starter_files(path: Path | str | None = None) -> list[Path]:
-    """Every fixture file under ``path`` (default: the starter library), sorted."""
-    root = Path(path) if path else STARTER_DIR
-    if root.is_file():
-        return [root]
-    if not root.is_dir():
-        raise TaskLibraryError(f"path: {root} is not a directory of task files")
-    return sorted(p for p in root.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
-
-
-def starter_tasks_read(path: Path | str | None = None) -> tuple[list[LibraryTask], list[str]]:
-    """The valid tasks of every fixture file, and the problems of the others (each naming its file)."""
-    files = starter_files(path)
-    base = Path(path) if path and Path(path).is_dir() else (STARTER_DIR if path is None else Path(path).parent)
-    tasks, errors, seen = [], [], {}
-    for file in files:
-        where = str(file.relative_to(base)) if file.is_relative_to(base) else str(file)
-        try:
-            data = yaml.safe_load(file.read_text(encoding="utf-8"))
-        except (yaml.YAMLError, UnicodeDecodeError) as exc:
-            errors.append(f"{where}: not valid YAML: {' '.join(str(exc).split())}")
-            continue
-        try:
-            task = library_task_validate(data, where=where)
-        except ValidationError as exc:
-            errors.extend(exc.messages)
-            continue
-        if task.source_key in seen:
-            errors.append(
-                f"{where}: key: {task.source_key.removeprefix('starter:')!r} is also the key of {seen[task.source_key]}"
-            )
-            continue
-        seen[task.source_key] = where
-        tasks.append(task)
-    return tasks, errors
 
 
 # --- loading --------------------------------------------------------------------------------------------------
@@ -491,108 +330,6 @@ def task_library_load(
         _LOADED_BY.reset(token)
     report.errors[:0] = errors
     return report
-
-
-@dataclass
-class LibraryGates:
-    """The gates of the library as ``load_tasks`` loads it (``library_gates_compute``)."""
-
-    entries: dict[str, dict]  # gate key -> gate file entry, the current ones only
-    tasks: int = 0
-    from_file: int = 0
-    computed: int = 0
-    missing: int = 0
-    refused: list[tuple[str, str]] = field(default_factory=list)  # (source key, the gate's problems)
-    reports: list = field(default_factory=list)  # the red team's reports of the gates computed here
-
-
-def library_gates_compute(
-    *, families: int | None = 20, stored: Mapping[str, dict] | None = None, compute: bool = True, snapshot=None
-) -> LibraryGates:
-    """The gate of every starter task and family instance (``families`` per family; None = all) on ``snapshot``
-    (default the latest), under its gate key: from ``stored`` where it holds the key, else (with ``compute``)
-    played by the red team in one scratch world. What ``manage.py library_gates`` writes to the gate file."""
-    # tasks_app.library.families imports this module at its top (family_tasks_load loads through it).
-    from tasks_app.library.families import families_instantiate
-
-    snapshot = library_snapshot(snapshot)
-    stored = stored or {}
-    tasks, _ = starter_tasks_read()
-    for name, instances in families_instantiate(None, snapshot=snapshot, limit=families).items():
-        for instance in instances:
-            data = {**instance.as_fixture(), "family": name}
-            try:
-                tasks.append(library_task_validate(data, source_key=instance.source_key, where=instance.source_key))
-            except ValidationError:
-                continue  # load_tasks reports it; it has no gate
-    result = LibraryGates(entries={}, tasks=len(tasks))
-    with SnapshotReplay(snapshot) as replay:
-        for task in tasks:
-            solution = task.fields["reference_solution"]
-            user = task.fields.get("simulated_user") or {}
-            key = gate_key_of(instruction=task.fields["instruction"], criteria_hashes=task.criteria_hashes(),
-                              reference_solution=solution, snapshot=snapshot, simulated_user=user)  # fmt: skip
-            entry = stored.get(key)
-            if entry is not None:
-                result.from_file += 1
-            elif compute:
-                report = red_team_check(criteria=task.criteria, instruction=task.fields["instruction"],
-                                        solution=solution, replay=replay, simulated_user=user)  # fmt: skip
-                entry = gate_entry(report.as_dict())
-                result.reports.append(report)
-                result.computed += 1
-            else:
-                result.missing += 1
-                continue
-            result.entries[key] = entry
-            findings = gate_entry_findings(entry)
-            if not (findings["reference_passes"] and not findings["gameable"] and not findings["over_specified"]):
-                result.refused.append((task.source_key, findings_problems(findings)))
-    return result
-
-
-# --- statistics (a read) ----------------------------------------------------------------------------------------
-
-
-def task_library_stats() -> dict:
-    """Counts of tasks per type, status, difficulty, family and source (``starter``, ``family``, ``studio``), with
-    the per-type counts of the approved starter library (the library's floor: >= 30/30/30/40)."""
-    from django.db.models import Case, CharField, Count, Value, When
-
-    source = Case(
-        When(source_key__startswith="starter:", then=Value("starter")),
-        When(source_key__startswith="family:", then=Value("family")),
-        default=Value("studio"),
-        output_field=CharField(),
-    )
-    rows = list(
-        Task.objects.annotate(source=source)
-        .values("task_type", "status", "difficulty", "family", "source")
-        .annotate(n=Count("id"))
-        .order_by()
-    )
-
-    def count_by(*names: str, where=None) -> dict:
-        counts: dict[str, int] = {}
-        for row in rows:
-            if where and not where(row):
-                continue
-            key = "/".join(str(row[n]) for n in names)
-            counts[key] = counts.get(key, 0) + row["n"]
-        return dict(sorted(counts.items()))
-
-    return {
-        "total": sum(row["n"] for row in rows),
-        "by_type": count_by("task_type"),
-        "by_status": count_by("status"),
-        "by_difficulty": count_by("difficulty"),
-        "by_family": count_by("family"),
-        "by_source": count_by("source"),
-        "by_type_and_status": count_by("task_type", "status"),
-        "starter_by_type": count_by("task_type", where=lambda r: r["source"] == "starter"),
-        "starter_by_family": count_by("family", where=lambda r: r["source"] == "starter"),
-        "family_instances_by_family": count_by("family", where=lambda r: r["source"] == "family"),
-    }
 
 
 # --- grounding: the entities a task names ----------------------------------------------------------------------

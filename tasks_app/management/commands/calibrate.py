@@ -16,10 +16,10 @@ from rubrics_app.models import JudgeConfig, ModelEndpoint
 from tasks_app.calibration.metrics import red_team_outcomes
 from tasks_app.calibration.services.calibration import (
     calibration_run_create,
-    calibration_run_execute_inline,
     calibration_run_progress,
     calibration_run_start,
 )
+from tasks_app.calibration.services.calibration_items import calibration_run_execute_inline
 from tasks_app.models import (
     CalibrationRun,
     CalibrationRunStatus,

@@ -6,7 +6,7 @@ import yaml
 from django.core.management.base import BaseCommand
 
 from tasks_app.library.rubric_hardening import criteria_reharden
-from tasks_app.library.services.task_library import STARTER_DIR, starter_files
+from tasks_app.library.services.library_files import STARTER_DIR, starter_files
 
 _TOP_KEY = re.compile(r"^[A-Za-z_]+:", re.M)
 

@@ -6,7 +6,8 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 
 from tasks_app.calibration.services.gates import library_gates_read, library_gates_write
-from tasks_app.library.services.task_library import TaskLibraryError, library_gates_compute
+from tasks_app.library.services.library_files import TaskLibraryError
+from tasks_app.library.services.library_gates import library_gates_compute
 from tasks_app.red_team import red_team_summary
 
 

@@ -6,7 +6,8 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from tasks_app.library.families import family_tasks_load
-from tasks_app.library.services.task_library import LoadReport, TaskLibraryError, task_library_load
+from tasks_app.library.services.library_files import TaskLibraryError
+from tasks_app.library.services.task_library import LoadReport, task_library_load
 from tasks_app.models import TaskStatus
 
 

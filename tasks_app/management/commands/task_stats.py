@@ -4,8 +4,9 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from tasks_app.library.selectors import task_library_stats
+from tasks_app.library.services.library_files import TaskLibraryError
 from tasks_app.library.services.library_stats import library_stats
-from tasks_app.library.services.task_library import TaskLibraryError, task_library_stats
 
 
 class Command(BaseCommand):
