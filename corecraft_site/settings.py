@@ -132,6 +132,13 @@ EPISODE_IDLE_TIMEOUT_S = env_int("EPISODE_IDLE_TIMEOUT_S", 6 * 3600, minimum=60)
 # the last steps (under a second), which the engine survives: copies ahead of their log are noticed and rebuilt
 # (docs/adr/0001-episode-engine.md, "Step overhead"). Off: every step waits for the disk.
 EPISODE_LOG_ASYNC_COMMIT = env_bool("EPISODE_LOG_ASYNC_COMMIT", True)
+# Steps taken outside a transaction of the caller are written in batches by the process holding the episode's
+# lease (world_app/episodes/step_log.py): a step makes no round trip; a batch is written when it has
+# EPISODE_LOG_BATCH steps or EPISODE_LOG_FLUSH_MS after its first, and before anyone closes, judges, rebuilds or
+# reads the episode's log. A process that dies loses at most its unwritten batch (docs/adr/0001, "Deferred steps").
+EPISODE_LOG_DEFER = env_bool("EPISODE_LOG_DEFER", True)
+EPISODE_LOG_BATCH = env_int("EPISODE_LOG_BATCH", 64, minimum=1)
+EPISODE_LOG_FLUSH_MS = env_int("EPISODE_LOG_FLUSH_MS", 50, minimum=1)
 
 # MCP over HTTP: the URL clients reach it at (mcp_url is built from it; Host/Origin must match it). Empty: the
 # --host/--port it listens on, allowed only on a loopback address. Extra Host values (a proxy's) may be added.

@@ -17,6 +17,7 @@ from rubrics_app.criteria import criterion_content_hash
 from rubrics_app.programmatic import ERROR, MET, NOT_MET, PENDING
 from world_app.contract import CONVERSATION_TOOLS
 from world_app.conversation import facts_disclosed
+from world_app.episodes import episode_log_settle
 from world_app.models import Episode, EpisodeStep
 
 
@@ -149,6 +150,7 @@ class Trajectory:
     ) -> Trajectory:
         """From an episode's logged steps (the trainer API's trajectories: every call the agent made is a step);
         its simulated user is the one the episode was opened with."""
+        episode_log_settle(episode)  # every step the agent saw answered is in the log before it is judged
         steps = (
             EpisodeStep.objects.filter(episode=episode)
             .order_by("seq")

@@ -91,6 +91,17 @@ def fresh_episode_state():
     snapshot_images_clear()
 
 
+@pytest.fixture(autouse=True)
+def step_writer_closed():
+    """Deferred steps a test left are written, and the step writer's connection (which holds episode leases) is
+    closed after each test: no lease outlives its test, and no connection keeps the test database from being
+    dropped."""
+    yield
+    from world_app.episodes.step_log import step_writer
+
+    step_writer.close()
+
+
 @pytest.fixture
 def wsgi_app():
     """The real WSGI app, keeping the test's connection (and transaction) across requests, as the test client does."""

@@ -20,7 +20,7 @@ from rubrics_app.programmatic.responses import response_verdict
 from rubrics_app.programmatic.state import state_verdict
 from rubrics_app.programmatic.tool_calls import tool_call_verdict
 from rubrics_app.programmatic.verdicts import ERROR, MET, NOT_MET, PENDING, verdict
-from world_app.episodes import episode_world, episode_world_diff
+from world_app.episodes import episode_log_settle, episode_world, episode_world_diff
 from world_app.models import Episode, EpisodeStep
 
 
@@ -47,6 +47,7 @@ def criteria_evaluate(
     if tool_calls is not None or episode is None:
         steps = calls_as_steps(list(tool_calls or []))
     else:
+        episode_log_settle(episode)  # every step the agent saw answered is in the log before it is judged
         steps = list(
             EpisodeStep.objects.filter(episode=episode)
             .order_by("seq")

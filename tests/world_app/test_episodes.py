@@ -23,6 +23,7 @@ from world_app.episodes import (
     episode_close,
     episode_create,
     episode_diff,
+    episode_log_settle,
     episode_state_checksum,
     episode_state_from_log,
     episode_step,
@@ -517,6 +518,7 @@ def test_concurrent_steps_from_threads_and_another_process_are_serialised_and_no
     assert not failures
 
     total = threads_steps + process_steps
+    episode_log_settle(episode)  # a reader of the log: the threads' last batch is written first
     steps = list(EpisodeStep.objects.filter(episode=episode).values_list("seq", "result", "arguments"))
     assert [seq for seq, _, _ in steps] == list(range(1, total + 1))
     assert [result["stock"] for _, result, _ in steps] == [start + n for n in range(1, total + 1)]
@@ -540,7 +542,10 @@ def statements_run(alias: str = "default"):
 
 
 @pytest.mark.django_db(transaction=True, databases=["default", "episode"])
-def test_a_step_on_a_current_copy_is_one_statement_and_moves_the_log_head():
+def test_a_step_on_a_current_copy_is_one_statement_and_moves_the_log_head(settings):
+    """The synchronous append (deferral off, or a step inside a caller's transaction; deferred steps:
+    test_episode_step_log.py)."""
+    settings.EPISODE_LOG_DEFER = False
     world = small_world()
     snapshot_publish(note="one statement")
     episode = episode_create(label="head")

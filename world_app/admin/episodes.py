@@ -168,6 +168,15 @@ class EpisodeAdmin(JSONViewMedia, ReadOnlyAdminMixin, admin.ModelAdmin):
     def get_queryset(self, request):
         return super().get_queryset(request).select_related("snapshot").defer("snapshot__image")
 
+    def get_object(self, request, object_id, from_field=None):
+        # The page lists the episode's steps: deferred ones are written first (world_app/episodes/step_log.py).
+        found = super().get_object(request, object_id, from_field)
+        if found is not None:
+            from world_app.episodes import episode_log_settle
+
+            episode_log_settle(found.pk)
+        return found
+
     def has_close_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("world_app.change_episode")
 

@@ -52,6 +52,9 @@ def episode_exists(*, episode_id: uuid.UUID) -> bool:
 
 
 def episode_step_list(*, episode_id: uuid.UUID, with_changes: bool = False) -> QuerySet[EpisodeStep]:
-    """The episode's log, oldest first."""
+    """The episode's log, oldest first (deferred steps written first, this process's and others')."""
+    from world_app.episodes import episode_log_settle
+
+    episode_log_settle(episode_id)
     steps = EpisodeStep.objects.filter(episode_id=episode_id).order_by("seq")
     return steps if with_changes else steps.defer("changes")

@@ -27,6 +27,7 @@ from world_app.episodes.diff import TouchedRows, checksum_of, diff_of, touched_r
 from world_app.episodes.errors import EpisodeClosed, EpisodeError, EpisodeNotFound, EpisodeStepAborted
 from world_app.episodes.images import SnapshotImage, snapshot_image, snapshot_table_digests
 from world_app.episodes.shared_image import foreign_keys_pending
+from world_app.episodes.step_log import Lease, lease_key, lease_wait, step_log_json, step_writer
 from world_app.episodes.world_db import (
     PENDING_CHANGES_SQL,
     changes_apply,
@@ -69,6 +70,15 @@ def _episode_lock(episode_id: uuid.UUID) -> Episode:
         raise EpisodeNotFound(episode_id) from None
 
 
+def episode_log_settle(episode: EpisodeRef) -> None:
+    """Make the episode's log whole before reading it: write this process's deferred steps, and wait until no other
+    process holds its lease (their deferred steps are written; the wait is at most one batch,
+    ``EPISODE_LOG_FLUSH_MS``). Every reader of the step list calls it (pages, the API, judgements, rebuilds)."""
+    episode_id = _episode_id(episode)
+    step_writer.flush(episode_id)
+    lease_wait(episode_id)
+
+
 class LogHead(NamedTuple):
     """Where an episode's log stands: what a copy must match to be current."""
 
@@ -94,8 +104,11 @@ def _head_of(episode: Episode) -> LogHead:
 
 
 def _hot_sync(hot: HotEpisode, head: LogHead) -> None:
-    """Bring the copy to ``head``: nothing to do when it is there already, else catch up or rebuild from the log."""
-    if (hot.seq, hot.last_step_id) != (head.step_count, head.head_step_id):
+    """Bring the copy to ``head``: nothing to do when it is there already, else catch up or rebuild from the log.
+
+    Under this process's lease the copy is the log's head (its deferred steps included): no one else can append.
+    """
+    if (hot.seq, hot.last_step_id) != (head.step_count, head.head_step_id) and not step_writer.holds(hot.episode_id):
         _catch_up(hot)
 
 
@@ -118,6 +131,7 @@ def _hot_episode(episode_id: uuid.UUID) -> Iterator[HotEpisode]:
     hot = episode_cache.checkout(episode_id)
     cold_head = None
     if hot is None:
+        episode_log_settle(episode_id)  # a rebuild reads the whole log: this process's and others' deferred steps
         found = Episode.objects.filter(pk=episode_id).values_list("snapshot_id", *LogHead._fields).first()
         if found is None:
             raise EpisodeNotFound(episode_id)
@@ -138,6 +152,7 @@ def _catch_up(hot: HotEpisode) -> None:
     It diverges when a step it took was rolled back in Postgres after SQLite committed it (an enclosing
     transaction of the caller, a failed commit): that step's id is then no longer in the log.
     """
+    lease_wait(hot.episode_id)  # another process's deferred steps are written first
     steps = EpisodeStep.objects.filter(episode_id=hot.episode_id).order_by("seq")
     heads = list(steps.filter(seq__gte=max(hot.seq, 1)).values_list("id", "seq"))
     if hot.seq and (not heads or heads[0] != (hot.last_step_id, hot.seq)):
@@ -198,6 +213,7 @@ def _append_sql(*, unhurried: bool) -> str:
             SELECT id FROM {episode}{", unhurried" if unhurried else ""}
             WHERE id = %(episode)s AND status = %(open)s AND step_count = %(after_seq)s
                 AND head_step_id IS NOT DISTINCT FROM %(after_head)s
+                AND pg_try_advisory_xact_lock_shared(%(lease_namespace)s, %(lease_id)s)
             FOR UPDATE OF {episode}
         ), appended AS (
             INSERT INTO {step} (episode_id, seq, name, arguments, result, is_error, changes, duration_ms, created_at)
@@ -222,8 +238,11 @@ def _step_append(step: EpisodeStep, *, after_head: int | None, savepoint: bool) 
 
     Outside a transaction that is one autocommitted round trip; the row lock lasts only for the statement.
     """
+    lease_namespace, lease_id = lease_key(step.episode_id)
     params = {
         "episode": step.episode_id,
+        "lease_namespace": lease_namespace,  # refused while another session holds the episode's lease
+        "lease_id": lease_id,
         "open": Episode.Status.OPEN,
         "after_seq": step.seq - 1,
         "after_head": after_head,
@@ -314,6 +333,12 @@ def episode_step(*, episode: EpisodeRef, name: str, arguments: dict, fn: Callabl
         if connections[EPISODE_ALIAS].connection is hot.conn:
             # Its writes would land in the enclosing block's transaction, which may still roll them back.
             raise EpisodeError("a step cannot run inside episode_world() or another step of the same episode")
+        if step_writer.defers():
+            step = _step_deferred(hot, name=name, arguments=arguments, fn=fn)
+            if step is not None:
+                return step
+        else:
+            step_writer.flush(episode_id)  # this process's deferred steps come first in the log
         for attempt in range(OPTIMISTIC_ATTEMPTS):
             if attempt:
                 head = _log_head(episode_id)
@@ -329,11 +354,54 @@ def episode_step(*, episode: EpisodeRef, name: str, arguments: dict, fn: Callabl
         return _step_locked(hot, name=name, arguments=arguments, fn=fn)
 
 
+def _step_deferred(hot: HotEpisode, *, name: str, arguments: dict, fn: Callable[[], Any]) -> EpisodeStep | None:
+    """The step under this process's lease: run on the copy, committed in SQLite, its log row written with the
+    batch (``step_log``). None: no lease now (another session holds or waits for it): append synchronously."""
+    lease: Lease | None = step_writer.begin(hot.episode_id, (hot.seq, hot.last_step_id))
+    if lease is None:
+        return None
+    step = None
+    try:
+        with world_bound(hot.conn, now=hot.world_now), transaction.atomic(using=EPISODE_ALIAS):
+            started = time.perf_counter()
+            result = fn()
+            duration_ms = (time.perf_counter() - started) * 1000
+            if connections[EPISODE_ALIAS].needs_rollback:
+                raise EpisodeStepAborted(f"{name}: the call marked the episode's transaction for rollback")
+            changes = changes_take(hot.conn)
+            if changes and foreign_keys_pending(hot.conn):
+                raise IntegrityError("FOREIGN KEY constraint failed")
+            step = EpisodeStep(
+                episode_id=hot.episode_id,
+                seq=hot.seq + 1,
+                name=name,
+                arguments=arguments,
+                result=result,
+                is_error=isinstance(result, dict) and "error" in result,
+                changes=changes,
+                duration_ms=round(duration_ms, 3),
+                created_at=timezone.now(),
+            )
+            # The log row's JSON, made now: what json.dumps refuses undoes the call, as the synchronous append does.
+            step_log_json(step)
+    except BaseException:
+        step_writer.end(lease, None)
+        raise
+    # The copy took the step: it joins the lease's batch (its id from the lease), and the copy's head moves.
+    hot.seq = step.seq
+    hot.touched.update((change["table"], change["pk"]) for change in step.changes)
+    step_writer.end(lease, step)  # may write the batch; raises EpisodeStepsLost if that failed
+    hot.last_step_id = step.pk
+    step._state.adding, step._state.db = False, DEFAULT_DB_ALIAS
+    return step
+
+
 def _step_locked(hot: HotEpisode, *, name: str, arguments: dict, fn: Callable[[], Any]) -> EpisodeStep:
     """The step under the episode's row lock (no other process can move the log): it cannot be overtaken."""
     step = None
     try:
         with transaction.atomic(using=DEFAULT_DB_ALIAS):
+            lease_wait(hot.episode_id)  # before the row lock: a lease holder's flush takes the row lock
             head = _log_head(hot.episode_id, lock=True)
             if head.status != Episode.Status.OPEN:
                 raise EpisodeClosed(hot.episode_id)
@@ -440,7 +508,9 @@ def episode_state_checksum(episode: EpisodeRef) -> str:
 def _episode_close(episode_id: uuid.UUID, *, idle_before: datetime | None = None) -> tuple[Episode, bool]:
     """Close one episode (with ``idle_before``: only if idle since then); returns it and whether this closed it."""
     with _hot_episode(episode_id) as hot, transaction.atomic():
-        # Lock order everywhere: this process's hold on the episode, then its row.
+        # Lock order everywhere: this process's hold on the episode, its lease (no deferred steps anywhere), its row.
+        step_writer.flush(episode_id)  # a step this process deferred since the settle above
+        lease_wait(episode_id)
         episode = _episode_lock(episode_id)
         closing = episode.status == Episode.Status.OPEN and (
             idle_before is None or episode.last_activity_at < idle_before
@@ -495,6 +565,7 @@ def episodes_purge_closed(*, closed_before_days: int) -> int:
 
 def episode_state_from_log(episode: EpisodeRef) -> dict:
     """Rebuild the episode from storage alone (snapshot image + logged row images) in a throwaway world."""
+    episode_log_settle(_episode_id(episode))
     found = _episode_get(episode)
     image = snapshot_image(found.snapshot_id)
     steps = list(EpisodeStep.objects.filter(episode_id=found.pk).order_by("seq").values_list("changes", flat=True))
