@@ -214,6 +214,7 @@ PROGRAMMATIC_CODE_PATHS = (
     "rubrics_app/answer_facts.py",
     "rubrics_app/patterns.py",
     "rubrics_app/criteria.py",
+    "rubrics_app/criterion_specs.py",
 )
 
 

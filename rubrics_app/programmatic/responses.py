@@ -8,7 +8,7 @@ from datetime import date
 from decimal import Decimal
 
 from rubrics_app import answer_facts
-from rubrics_app.criteria import ResponseSpec, as_number, spec_read
+from rubrics_app.criterion_specs import ResponseSpec, as_number, spec_read
 from rubrics_app.patterns import PatternTimeout, pattern_finditer, pattern_search
 from rubrics_app.programmatic.verdicts import ERROR, MET, NOT_MET, verdict
 

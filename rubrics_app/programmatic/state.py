@@ -10,7 +10,7 @@ from typing import Any
 from django.db.models import Q
 
 from corecraft_site.canonical import sorted_json
-from rubrics_app.criteria import COUNT_OPS, AllowedChange, StateSpec, field_value, resolve_field, spec_read
+from rubrics_app.criterion_specs import COUNT_OPS, AllowedChange, StateSpec, field_value, resolve_field, spec_read
 from rubrics_app.programmatic.verdicts import EVIDENCE_ROWS, MET, NOT_MET, verdict
 from world_app.episodes import episode_world_diff
 from world_app.models import world_models_by_name

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from rubrics_app.criteria import ToolCallSpec, as_number, spec_read
+from rubrics_app.criterion_specs import ToolCallSpec, as_number, spec_read
 from rubrics_app.patterns import PatternTimeout, pattern_search
 from rubrics_app.programmatic.verdicts import ERROR, MET, NOT_MET, verdict
 from world_app.conversation import facts_disclosed

@@ -17,7 +17,8 @@ from typing import Any
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 
 from corecraft_site.service_errors import error_fields
-from rubrics_app.criteria import COUNT_OPS, criteria_validate, criterion_text_warnings
+from rubrics_app.criteria import criteria_validate, criterion_text_warnings
+from rubrics_app.criterion_specs import COUNT_OPS
 from rubrics_app.models import CriterionCategory, CriterionKind
 
 STATE_OPS = (

@@ -38,7 +38,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from rubrics_app import answer_facts
-from rubrics_app.criteria import as_number
+from rubrics_app.criterion_specs import as_number
 from rubrics_app.programmatic.responses import response_verdict
 from rubrics_app.programmatic.tool_calls import strings_in
 from tasks_app.perturbations import answer_facts as perturbable_facts

@@ -47,6 +47,7 @@ GATE_CODE_PATHS = (
     "rubrics_app/answer_facts.py",
     "rubrics_app/patterns.py",
     "rubrics_app/criteria.py",
+    "rubrics_app/criterion_specs.py",
     "world_app/tools",
     "world_app/policies.py",
     "world_app/money.py",
