@@ -208,6 +208,14 @@ class RecallNoticeFamily(Family):
                     category="completeness",
                     required=True,
                 ),
+                # "None" is only worth as much as the search behind it: the reply says how many orders it checked
+                # (not required, so a correct "none" that leaves the count out still passes; without it no fault
+                # of the answer was detectable, a dropped count included).
+                says_pattern(
+                    f"The reply says it checked all {len(orders)} orders of the product.",
+                    rf"\b{len(orders)}\b(?:\s+\w+){{0,2}}\s+orders\b",
+                    weight=1,
+                ),
                 judged("The reply says which product and which dates it checked.", category="format"),
             ]
             branch = "no buyers"
