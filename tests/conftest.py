@@ -92,6 +92,17 @@ def fresh_episode_state():
 
 
 @pytest.fixture(autouse=True)
+def trainer_reads_forgotten():
+    """The trainer API's per-process copies of frozen rows and snapshots are dropped after each test: a test's
+    database is gone after it, and the next test's snapshot v1 is another row."""
+    yield
+    from trainer_bridge import trainer_services
+
+    trainer_services._frozen_rows.clear()
+    trainer_services._snapshots.clear()
+
+
+@pytest.fixture(autouse=True)
 def step_writer_closed():
     """Deferred steps a test left are written, and the step writer's connection (which holds episode leases) is
     closed after each test: no lease outlives its test, and no connection keeps the test database from being

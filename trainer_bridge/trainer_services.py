@@ -97,12 +97,25 @@ class _Held:
 _open_episodes = _Held(4096)
 
 
+# Frozen release rows (with their release and version) and snapshots (without their image) this process has read:
+# both are immutable once they exist and never deleted (``release_delete_draft`` refuses a frozen release; episodes
+# protect their snapshot), so an open reads neither again (the row's content holds the rubric and the release the
+# 40 KB of tool schemas: reading them was half an open's time).
+_frozen_rows = _Held(4096)
+_snapshots = _Held(64)
+
+
 def release_row_for_scopes(*, release: str, row_id: int | str, scopes: Iterable[str]) -> ReleaseRow | None:
     """The row of a frozen release, or None when it does not exist or the scopes may not see its split.
 
     Both cases read the same to the caller, so a training token learns nothing about the holdout.
     """
-    row = release_row_get(release=release, row_id=row_id)
+    key = (release, str(row_id))
+    row = _frozen_rows.get(key)
+    if row is None:
+        row = release_row_get(release=release, row_id=row_id)
+        if row is not None:
+            _frozen_rows.put(key, row)
     if row is None or row.split not in visible_splits(set(scopes)):
         return None
     return row
@@ -196,7 +209,11 @@ def trainer_episode_open(*, row: ReleaseRow, token: ApiToken | None, credential:
     """A fresh world episode on the snapshot version the row was frozen with, linked to the row, owned by
     ``credential`` (the token's, or a session user's)."""
     version = (row.content or {}).get("snapshot_version")
-    snapshot = WorldSnapshot.objects.defer("image").filter(version=version).first() if version else None
+    snapshot = _snapshots.get(version) if version else None
+    if snapshot is None and version:
+        snapshot = WorldSnapshot.objects.defer("image").filter(version=version).first()
+        if snapshot is not None:
+            _snapshots.put(version, snapshot)
     if snapshot is None:
         raise RowSnapshotMissing(f"snapshot version {version!r} of this row is not published here")
     episode = episode_create(
