@@ -33,7 +33,7 @@ from trainer_bridge.selectors import release_row_criteria, release_row_get, rele
 from trainer_bridge.trainer_models import TrainerEpisode, TrainerEpisodeStatus
 from world_app.contract import agent_contract
 from world_app.credentials import Credential
-from world_app.episodes import EpisodeClosed, EpisodeNotFound, episode_close, episode_create
+from world_app.episodes import EpisodeClosed, EpisodeNotFound, episode_close, episode_create, episode_world_free
 from world_app.episodes.owners import episodes_reachable
 from world_app.models import EpisodeStep, WorldSnapshot
 from world_app.tools.registry import call_tool_step
@@ -322,10 +322,14 @@ def trainer_episode_finish(
     if trainer_episode.status == TrainerEpisodeStatus.FINISHED:
         return _already_finished(trainer_episode, final_answer)
     _open_episodes.drop(trainer_episode.pk)
-    episode_close(trainer_episode.episode_id)
-    judgement = trainer_episode_judge(
-        trainer_episode=trainer_episode, final_answer=final_answer, client=client, options=options
-    )
+    # The closed world stays in this process for the judge's state criteria (not rebuilt from the log for them).
+    episode_close(trainer_episode.episode_id, keep_world=True)
+    try:
+        judgement = trainer_episode_judge(
+            trainer_episode=trainer_episode, final_answer=final_answer, client=client, options=options
+        )
+    finally:
+        episode_world_free(trainer_episode.episode_id)
     return _finish_store(
         trainer_episode=trainer_episode, final_answer=final_answer, messages=messages, judgement=judgement
     )

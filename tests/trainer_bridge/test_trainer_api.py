@@ -159,6 +159,23 @@ def test_an_open_reads_a_frozen_row_and_its_snapshot_once_per_process(tw, settin
     assert Episode.objects.get(pk=second).snapshot.version == row.content["snapshot_version"]
 
 
+def test_finish_judges_the_world_it_closed_without_rebuilding_it_from_the_log(tw):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from world_app.episodes.cache import episode_cache
+
+    client = client_for(tw.token(*TRAINER))
+    episode_id = open_episode(client, tw, tw.rows("train", llm=False)[0])
+    solve(client, tw, episode_id)
+    with CaptureQueriesContext(connection) as finishing:
+        status, data = finish(client, episode_id, GOOD_ANSWER)
+    assert status == 200 and data["reward"] == 1.0, data  # the state criteria read the world the calls left
+    replays = [q["sql"] for q in finishing.captured_queries if '"world_app_episodestep"."changes"' in q["sql"]]
+    assert replays == []  # the closed world was kept for the judge, not rebuilt from the log's row images
+    assert uuid.UUID(episode_id) not in episode_cache  # and freed after it
+
+
 def test_each_episode_is_private(tw):
     client = client_for(tw.token(*TRAINER))
     row = tw.rows("train", llm=False)[0]

@@ -103,13 +103,13 @@ def _head_of(episode: Episode) -> LogHead:
     return LogHead(episode.status, episode.step_count, episode.head_step_id)
 
 
-def _hot_sync(hot: HotEpisode, head: LogHead) -> None:
+def _hot_sync(hot: HotEpisode, head: LogHead, *, waited: bool = False) -> None:
     """Bring the copy to ``head``: nothing to do when it is there already, else catch up or rebuild from the log.
 
     Under this process's lease the copy is the log's head (its deferred steps included): no one else can append.
     """
     if (hot.seq, hot.last_step_id) != (head.step_count, head.head_step_id) and not step_writer.holds(hot.episode_id):
-        _catch_up(hot)
+        _catch_up(hot, waited=waited)
 
 
 def _hot_new(episode_id: uuid.UUID, snapshot_id: int) -> HotEpisode:
@@ -140,19 +140,20 @@ def _hot_episode(episode_id: uuid.UUID) -> Iterator[HotEpisode]:
     try:
         with hot.lock:
             if cold_head is not None:
-                _hot_sync(hot, cold_head)
+                _hot_sync(hot, cold_head, waited=True)  # the settle above waited for any lease
             yield hot
     finally:
         episode_cache.checkin(hot)
 
 
-def _catch_up(hot: HotEpisode) -> None:
+def _catch_up(hot: HotEpisode, *, waited: bool = False) -> None:
     """Apply the steps logged since this copy last looked; start again from the snapshot if it diverged.
 
     It diverges when a step it took was rolled back in Postgres after SQLite committed it (an enclosing
     transaction of the caller, a failed commit): that step's id is then no longer in the log.
     """
-    lease_wait(hot.episode_id)  # another process's deferred steps are written first
+    if not waited:
+        lease_wait(hot.episode_id)  # another process's deferred steps are written first
     steps = EpisodeStep.objects.filter(episode_id=hot.episode_id).order_by("seq")
     heads = list(steps.filter(seq__gte=max(hot.seq, 1)).values_list("id", "seq"))
     if hot.seq and (not heads or heads[0] != (hot.last_step_id, hot.seq)):
@@ -506,7 +507,9 @@ def episode_state_checksum(episode: EpisodeRef) -> str:
         return _state_checksum(snapshot_image(hot.snapshot_id), rows, diff_of(rows))
 
 
-def _episode_close(episode_id: uuid.UUID, *, idle_before: datetime | None = None) -> tuple[Episode, bool]:
+def _episode_close(
+    episode_id: uuid.UUID, *, idle_before: datetime | None = None, keep_world: bool = False
+) -> tuple[Episode, bool]:
     """Close one episode (with ``idle_before``: only if idle since then); returns it and whether this closed it."""
     with _hot_episode(episode_id) as hot, transaction.atomic():
         # Lock order everywhere: this process's hold on the episode, its lease (no deferred steps anywhere), its row.
@@ -524,16 +527,25 @@ def _episode_close(episode_id: uuid.UUID, *, idle_before: datetime | None = None
             episode.status = Episode.Status.CLOSED
             episode.closed_at = timezone.now()
             episode.save(update_fields=["final_diff", "final_checksum", "status", "closed_at"])
-    if episode.status == Episode.Status.CLOSED:
+    if episode.status == Episode.Status.CLOSED and not (keep_world and closing):
         episode_cache.discard(episode_id)
     return episode, closing
 
 
-def episode_close(episode: EpisodeRef) -> Episode:
-    """Store the final diff and checksum, close the episode and free its world in this process."""
+def episode_close(episode: EpisodeRef, *, keep_world: bool = False) -> Episode:
+    """Store the final diff and checksum, close the episode and free its world in this process.
+
+    ``keep_world``: when this call closes it, this process keeps the closed world for reads (a judgement's
+    ``episode_world``) until ``episode_world_free``, instead of rebuilding it from the log for them.
+    """
     episode_id = _episode_id(episode)
     closed = Episode.objects.filter(pk=episode_id, status=Episode.Status.CLOSED).first()
-    return closed or _episode_close(episode_id)[0]
+    return closed or _episode_close(episode_id, keep_world=keep_world)[0]
+
+
+def episode_world_free(episode: EpisodeRef) -> None:
+    """Free this process's copy of the episode's world (one ``episode_close(keep_world=True)`` kept)."""
+    episode_cache.discard(_episode_id(episode))
 
 
 def episodes_close_idle(*, idle_seconds: int | None = None) -> int:
