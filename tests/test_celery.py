@@ -11,7 +11,7 @@ from django.utils import timezone
 from corecraft_site.celery import app as celery_app
 from tests.factories import small_world
 from tests.processes import ROOT, app_process_env
-from world_app.episodes import episode_create, episode_step
+from world_app.episodes import episode_create, episode_log_settle, episode_step
 from world_app.models import Episode, Order
 from world_app.snapshots import snapshot_publish
 from world_app.tasks import close_idle_episodes
@@ -77,6 +77,9 @@ def test_a_worker_closes_idle_episodes_enqueued_with_delay(worker_queue):
     snapshot_publish(note="celery test")
     idle, active = episode_create(label="idle"), episode_create(label="active")
     episode_step(episode=idle, name="cancel", arguments={}, fn=_set_status(world["order"].id))
+    # Two hours idle: the step was written long ago. Write this process's deferred step first (ADR 0001, deferred
+    # steps), or its batch, written after the backdating, would stamp the episode active again.
+    episode_log_settle(idle)
     Episode.objects.filter(pk=idle.pk).update(last_activity_at=timezone.now() - timedelta(hours=2))
 
     result = close_idle_episodes.delay()
