@@ -1,6 +1,6 @@
 """The agent contract: what every agent working in this world is given, defined once and versioned.
 
-The system prompt (its policy section rendered from ``world_app.policies``), the tool list (the registry's schemas:
+The system prompt (its policy section rendered from ``world_app.store_rules``), the tool list (the registry's schemas:
 the 23 world tools and the conversation tools, ``CONVERSATION_TOOLS``, whose answers come from the episode's simulated
 user, ``world_app.conversation``) and the limits (turns, tokens, wall time). Calibration rollouts, the trainer API's
 episode, the verl and HF/TRL export rows and the MCP server all render it from here, so a pass rate measured in
@@ -117,14 +117,14 @@ class AgentContract:
 
 
 def system_prompt_render() -> str:
-    """The system prompt, its numbers filled from ``world_app.policies`` (the one source for them)."""
-    from world_app import policies
+    """The system prompt, its numbers filled from ``world_app.store_rules`` (the one source for them)."""
+    from world_app import store_rules
 
-    numbers: dict[str, Any] = {key: value for key, value in vars(policies).items() if key.isupper()}
-    numbers["WARRANTY_EXCLUSIONS_TEXT"] = ", ".join(x.replace("_", " ") for x in policies.WARRANTY_EXCLUSIONS)
-    # One line per rule of the rulebook (policies.RULES), the same statements world_rules --check runs.
-    numbers["POLICY_RULES"] = "\n".join(f"- {rule.statement}" for rule in policies.RULES)
-    numbers["LOYALTY_TEXT"] = ", ".join(f"{tier} {pct}%" for tier, pct in policies.LOYALTY_DISCOUNT_PCT.items())
+    numbers: dict[str, Any] = {key: value for key, value in vars(store_rules).items() if key.isupper()}
+    numbers["WARRANTY_EXCLUSIONS_TEXT"] = ", ".join(x.replace("_", " ") for x in store_rules.WARRANTY_EXCLUSIONS)
+    # One line per rule of the rulebook (store_rules.RULES), the same statements world_rules --check runs.
+    numbers["POLICY_RULES"] = "\n".join(f"- {rule.statement}" for rule in store_rules.RULES)
+    numbers["LOYALTY_TEXT"] = ", ".join(f"{tier} {pct}%" for tier, pct in store_rules.LOYALTY_DISCOUNT_PCT.items())
     return SYSTEM_PROMPT_TEMPLATE.format_map(numbers)
 
 

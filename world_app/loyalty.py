@@ -1,4 +1,4 @@
-"""The loyalty spend rule (``world_app.policies``): what a customer spent over the last months, the tier it
+"""The loyalty spend rule (``world_app.store_rules``): what a customer spent over the last months, the tier it
 earns, and the exception note an account carries when its tier is not the earned one.
 
 The generator records the exceptions when it seeds a world; the rulebook checks every account against it.
@@ -12,7 +12,7 @@ from datetime import date
 from decimal import Decimal
 
 from world_app.models import Customer, Order, Refund, RefundStatus
-from world_app.policies import LOYALTY_SPEND_MONTHS, LOYALTY_TIER_SPEND
+from world_app.store_rules import LOYALTY_SPEND_MONTHS, LOYALTY_TIER_SPEND
 from world_app.tools.coverage import add_months
 from world_app.tools.results import local_date
 

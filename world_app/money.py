@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 
-from world_app.policies import (
+from world_app.store_rules import (
     FREE_GROUND_SHIPPING_OVER,
     RESTOCKING_FEE_PCT,
     SALES_TAX_PCT,

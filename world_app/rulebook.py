@@ -1,4 +1,4 @@
-"""The executable rulebook: every rule of ``world_app.policies.RULES`` run through the tools that implement it,
+"""The executable rulebook: every rule of ``world_app.store_rules.RULES`` run through the tools that implement it,
 and the generated world checked against it.
 
 For each rule, ``rules_check`` runs scenarios in a scratch episode of a snapshot (each in a savepoint rolled
@@ -41,7 +41,8 @@ from world_app.models import (
     WarrantyClaim,
 )
 from world_app.money import to_cent
-from world_app.policies import (
+from world_app.snapshots import snapshot_latest
+from world_app.store_rules import (
     COUPONS,
     LOYALTY_DISCOUNT_PCT,
     LOYALTY_EXCEPTION_SHARE,
@@ -60,7 +61,6 @@ from world_app.policies import (
     WARRANTY_REMEDIES,
     Rule,
 )
-from world_app.snapshots import snapshot_latest
 from world_app.tools.coverage import (
     CLOSED_TICKET_STATUSES,
     add_months,

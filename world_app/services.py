@@ -9,7 +9,7 @@ from django.db.models import DecimalField, ExpressionWrapper, F, Sum
 
 from world_app.models import Order
 from world_app.money import ZERO, merchandise_discount, to_cent
-from world_app.policies import COUPONS, LOYALTY_DISCOUNT_PCT
+from world_app.store_rules import COUPONS, LOYALTY_DISCOUNT_PCT
 
 
 def order_merchandise_discount(*, subtotal: Decimal, loyalty_tier: str, coupon_code: str = "") -> Decimal:

@@ -33,7 +33,7 @@ from world_app.models import (
     SupportTicket,
     WorldSnapshot,
 )
-from world_app.policies import REFUND_APPROVAL_LIMIT, RETURN_WINDOW_DAYS
+from world_app.store_rules import REFUND_APPROVAL_LIMIT, RETURN_WINDOW_DAYS
 from world_app.tools import all_tools, call_tool, tool_schemas
 from world_app.tools.coverage import warranty_coverage
 

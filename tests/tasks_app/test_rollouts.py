@@ -20,7 +20,7 @@ from tests.tasks_app.rollout_helpers import (
     solving_script,
     world_make,
 )
-from world_app import policies
+from world_app import store_rules
 from world_app.models import Episode, EpisodeStep, Order
 from world_app.tools.registry import tool_schemas
 
@@ -42,9 +42,9 @@ def run_model(server, version, *, sleep=None, **endpoint_fields) -> Rollout:
 def test_the_system_prompt_states_the_policies_numbers():
     prompt = system_prompt()
     assert "Corecraft Computers" in prompt
-    assert f"{policies.RETURN_WINDOW_DAYS} days" in prompt
-    assert f"${policies.REFUND_APPROVAL_LIMIT}" in prompt
-    assert f"{policies.RESTOCKING_FEE_PCT}%" in prompt
+    assert f"{store_rules.RETURN_WINDOW_DAYS} days" in prompt
+    assert f"${store_rules.REFUND_APPROVAL_LIMIT}" in prompt
+    assert f"{store_rules.RESTOCKING_FEE_PCT}%" in prompt
     assert "{" not in prompt  # every placeholder filled
 
 

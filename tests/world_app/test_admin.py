@@ -17,8 +17,8 @@ from django.urls import reverse
 from tests.world_app.admin_fixtures import CPU_SPECS, form_data, many_orders, small_world
 from world_app import models as w
 from world_app.loyalty import SPEND_STATUSES_EXCLUDED, has_loyalty_exception, tier_before_review, tier_for_spend
-from world_app.policies import LOYALTY_SPEND_MONTHS
 from world_app.services import order_merchandise_discount, order_recalculate_totals
+from world_app.store_rules import LOYALTY_SPEND_MONTHS
 from world_app.tools.coverage import add_months
 from world_app.tools.results import local_date
 

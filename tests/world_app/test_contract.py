@@ -16,7 +16,7 @@ from tests.tasks_app.rollout_helpers import backorder_task, world_make
 from tests.trainer_bridge.trainer_fixtures import trainer_world_make
 from trainer_bridge.exports import export_write
 from trainer_bridge.mcp.server import _mcp_tools, mcp_server_build
-from world_app import policies
+from world_app import store_rules
 from world_app.contract import ContractLimits, agent_contract, compact_tools, contract_version, mcp_instructions
 from world_app.tools import tool_schemas
 
@@ -25,10 +25,10 @@ pytestmark = [pytest.mark.django_db(databases=["default", "episode"]), pytest.ma
 
 def test_the_prompt_carries_the_policies_from_world_app():
     prompt = agent_contract().system_prompt
-    assert all(f"- {rule.statement}" in prompt for rule in policies.RULES)
-    assert f"within {policies.RETURN_WINDOW_DAYS} days" in prompt
-    assert f"{policies.RESTOCKING_FEE_PCT}% restocking fee" in prompt
-    assert f"${policies.REFUND_APPROVAL_LIMIT}" in prompt and "{" not in prompt
+    assert all(f"- {rule.statement}" in prompt for rule in store_rules.RULES)
+    assert f"within {store_rules.RETURN_WINDOW_DAYS} days" in prompt
+    assert f"{store_rules.RESTOCKING_FEE_PCT}% restocking fee" in prompt
+    assert f"${store_rules.REFUND_APPROVAL_LIMIT}" in prompt and "{" not in prompt
 
 
 def test_changing_any_part_of_the_contract_changes_its_version():

@@ -36,7 +36,9 @@ from world_app.models import (
     TicketMessage,
     WarrantyClaim,
 )
-from world_app.policies import (
+from world_app.selectors import entity_type_name, world_counts
+from world_app.specs import validate_specs
+from world_app.store_rules import (
     COUPONS,
     FREE_GROUND_SHIPPING_OVER,
     LOYALTY_DISCOUNT_PCT,
@@ -48,8 +50,6 @@ from world_app.policies import (
     SALES_TAX_PCT,
     SHIPPING_RATES,
 )
-from world_app.selectors import entity_type_name, world_counts
-from world_app.specs import validate_specs
 
 pytestmark = pytest.mark.django_db
 

@@ -10,9 +10,9 @@ import pytest
 from django.core.management import call_command
 
 from world_app.models import Customer, Refund, WarrantyClaim
-from world_app.policies import RULES
 from world_app.rulebook import rules_check_snapshot
 from world_app.snapshots import snapshot_publish
+from world_app.store_rules import RULES
 
 pytestmark = pytest.mark.django_db(databases=["default", "episode"])
 

@@ -22,8 +22,8 @@ from world_app.models import (
     Shipment,
     SupportTicket,
 )
-from world_app.policies import COUPONS
 from world_app.services import order_recalculate_totals
+from world_app.store_rules import COUPONS
 
 
 class CustomerLinkMixin:

@@ -73,7 +73,7 @@ from world_app.generator.timeline import Timeline, add_months
 from world_app.generator.vocabulary import CITIES, FIRST_NAMES, LAST_NAMES, WAREHOUSES
 from world_app.models import Customer, Employee, Product
 from world_app.models.people import EMPLOYEE_PERMISSIONS
-from world_app.policies import LOYALTY_SPEND_MONTHS, LOYALTY_TIER_SPEND, RETURN_WINDOW_DAYS
+from world_app.store_rules import LOYALTY_SPEND_MONTHS, LOYALTY_TIER_SPEND, RETURN_WINDOW_DAYS
 
 # Sizes at scale 1 (each scales linearly; agents on leave with the square root, as staff does).
 BUSINESS_ACCOUNTS = 3

@@ -1,6 +1,6 @@
 """Orders with their line items, payments, shipments and refunds, following the store's policies.
 
-Money is kept in integer cents until a row is written. The numbers come from ``world_app.policies`` and the
+Money is kept in integer cents until a row is written. The numbers come from ``world_app.store_rules`` and the
 arithmetic is ``world_app.money``, the one the agent tools and the admin use, so a task's expected figures agree:
 
 - discount = loyalty tier % of the merchandise subtotal, then one coupon on what remains (never shipping);
@@ -37,7 +37,7 @@ from world_app.models import (
     Shipment,
 )
 from world_app.money import discount_share, merchandise_discount, restocking_fee, sales_tax, shipping_cost
-from world_app.policies import (
+from world_app.store_rules import (
     COUPONS,
     PRICE_MATCH_WINDOW_DAYS,
     REFUND_APPROVAL_LIMIT,

@@ -12,7 +12,7 @@ from decimal import Decimal
 from world_app.generator.sink import RowSink
 from world_app.generator.timeline import Timeline
 from world_app.models import KnowledgeBaseArticle, Product
-from world_app.policies import (
+from world_app.store_rules import (
     COUPONS,
     ESCALATION_DESTINATIONS,
     FREE_GROUND_SHIPPING_OVER,
@@ -65,7 +65,7 @@ _EXCLUSIONS = ", ".join(e.replace("_", " ") for e in WARRANTY_EXCLUSIONS)
 _TIERS = ", ".join(f"{tier} {pct}%" for tier, pct in LOYALTY_DISCOUNT_PCT.items())
 _TIER_SPEND = ", ".join(f"{tier} from {_dollars(amount)}" for tier, amount in LOYALTY_TIER_SPEND.items())
 
-# (slug, title, tags, body). Every number is rendered from ``world_app.policies``, which the generator and
+# (slug, title, tags, body). Every number is rendered from ``world_app.store_rules``, which the generator and
 # the agent tools apply too.
 POLICIES = (
     (

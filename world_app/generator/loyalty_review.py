@@ -27,7 +27,7 @@ from world_app.loyalty import (
     tier_for_spend,
 )
 from world_app.models import Customer, Employee, Order
-from world_app.policies import LOYALTY_EXCEPTION_SHARE, LOYALTY_SPEND_MONTHS, LOYALTY_TIER_SPEND
+from world_app.store_rules import LOYALTY_EXCEPTION_SHARE, LOYALTY_SPEND_MONTHS, LOYALTY_TIER_SPEND
 from world_app.tools.results import local_date
 
 UPDATE_BATCH = 1000

@@ -20,7 +20,7 @@ from world_app.generator.sink import RowSink
 from world_app.generator.timeline import Timeline, cents
 from world_app.generator.voice import customer_voice, staff_voice, system_voice
 from world_app.models import Escalation, Resolution, SupportTicket, TicketMessage, WarrantyClaim
-from world_app.policies import WARRANTY_EXCLUSIONS
+from world_app.store_rules import WARRANTY_EXCLUSIONS
 
 TICKETS_AT_SCALE_1 = 350
 FRONT_LINE = ("agent", "senior_agent", "team_lead")

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticValidationError
 
 from world_app.models.base import Timestamped, WorldEntity
-from world_app.policies import LOYALTY_DISCOUNT_PCT
+from world_app.store_rules import LOYALTY_DISCOUNT_PCT
 
 
 class LoyaltyTier(models.TextChoices):

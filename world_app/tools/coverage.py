@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 
 from world_app.models import Shipment, ShipmentStatus, TicketStatus
-from world_app.policies import RETURN_WINDOW_DAYS, WARRANTY_EXCLUSIONS
+from world_app.store_rules import RETURN_WINDOW_DAYS, WARRANTY_EXCLUSIONS
 from world_app.tools.results import day, local_date, world_today
 
 # A ticket in one of these statuses is a past conversation: it does not date a new warranty claim.

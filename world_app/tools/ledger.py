@@ -2,7 +2,7 @@
 
 Rejected refunds never count; pending and approved ones do (the money is committed to the customer).
 What can be refunded is what was taken, less the shipping once the order has shipped, less the restocking fees
-already withheld (``world_app.policies``): a duplicate charge and a never-shipped order come back in full.
+already withheld (``world_app.store_rules``): a duplicate charge and a never-shipped order come back in full.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from django.db.models import Sum
 
 from world_app.models import Order, Payment, PaymentStatus, Refund, RefundStatus, Shipment
 from world_app.money import ZERO
-from world_app.policies import SHIPPING_KEPT_ONCE_SHIPPED, SHIPPING_USED_SHIPMENT_STATUSES
+from world_app.store_rules import SHIPPING_KEPT_ONCE_SHIPPED, SHIPPING_USED_SHIPMENT_STATUSES
 from world_app.tools.baked import BakedQuery
 from world_app.tools.results import money
 

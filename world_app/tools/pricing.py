@@ -21,7 +21,7 @@ from world_app.money import (
     restocking_fee,
     sales_tax,
 )
-from world_app.policies import (
+from world_app.store_rules import (
     COUPONS,
     COUPONS_PER_ORDER,
     FREE_GROUND_SHIPPING_OVER,

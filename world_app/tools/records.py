@@ -21,7 +21,7 @@ from world_app.models import (
     TicketMessage,
     WarrantyClaim,
 )
-from world_app.policies import LOYALTY_DISCOUNT_PCT
+from world_app.store_rules import LOYALTY_DISCOUNT_PCT
 from world_app.tools.results import canonical, day, money, when, world_today
 
 

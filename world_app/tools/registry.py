@@ -126,10 +126,10 @@ def tool(*, group: ToolGroup, params: type[ToolParams]) -> Callable:
 
 
 def _with_policy_numbers(text: str, name: str) -> str:
-    """Fill ``{RETURN_WINDOW_DAYS}``-style placeholders from ``world_app.policies``: one source for every number."""
-    from world_app import policies
+    """Fill ``{RETURN_WINDOW_DAYS}``-style placeholders from ``world_app.store_rules``: one source for every number."""
+    from world_app import store_rules
 
-    numbers = {key: value for key, value in vars(policies).items() if key.isupper()}
+    numbers = {key: value for key, value in vars(store_rules).items() if key.isupper()}
     try:
         return text.format_map(numbers)
     except (KeyError, IndexError, ValueError) as exc:

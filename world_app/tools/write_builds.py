@@ -8,7 +8,7 @@ from pydantic import Field, model_validator
 
 from world_app import clock
 from world_app.models import Build, BuildComponent, Customer, Product
-from world_app.policies import BUILD_EDITABLE_STATUSES
+from world_app.store_rules import BUILD_EDITABLE_STATUSES
 from world_app.tools.compute import (
     ACTIVE_RULES,
     BUILD_COMPONENTS,

@@ -23,7 +23,7 @@ from world_app.models import (
     RefundStatus,
     Shipment,
 )
-from world_app.policies import (
+from world_app.store_rules import (
     CANCELLABLE_ORDER_STATUSES,
     ORDER_TRANSITIONS,
     PRICE_MATCH_CLAIMS_PER_LINE,

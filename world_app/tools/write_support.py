@@ -21,7 +21,7 @@ from world_app.models import (
     WarrantyClaimStatus,
     WarrantyRemedy,
 )
-from world_app.policies import (
+from world_app.store_rules import (
     ESCALATION_DESTINATIONS,
     POLICY_EXCEPTION_PERMISSION,
     POLICY_EXCEPTION_ROLES,

@@ -49,7 +49,7 @@ GATE_CODE_PATHS = (
     "rubrics_app/criteria.py",
     "rubrics_app/criterion_specs.py",
     "world_app/tools",
-    "world_app/policies.py",
+    "world_app/store_rules.py",
     "world_app/money.py",
     "world_app/episodes/diff.py",
 )

@@ -13,7 +13,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from world_app.models import Order
-from world_app.policies import CANCELLABLE_ORDER_STATUSES, SHIPPED_SHIPMENT_STATUSES
+from world_app.store_rules import CANCELLABLE_ORDER_STATUSES, SHIPPED_SHIPMENT_STATUSES
 from world_app.tools.results import local_date
 
 from .base import (
@@ -146,7 +146,7 @@ class OrderCancellationFamily(Family):
                 if "error" in result or result.get("requires_approval"):
                     return None
                 refund_amount = Decimal(result["refund"]["amount"])
-                # It never shipped: its shipping comes back with its last units (world_app.policies).
+                # It never shipped: its shipping comes back with its last units (world_app.store_rules).
                 shipping_back = Decimal(result["breakdown"]["shipping_refunded"])
                 calls.append(refund)
             voided = results[-1].get("payments_voided") or []

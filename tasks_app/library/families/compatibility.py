@@ -10,7 +10,7 @@ passes (``update_build``); an ordered or assembled build is never changed (the r
 from __future__ import annotations
 
 from world_app.models import Build, Product
-from world_app.policies import BUILD_EDITABLE_STATUSES
+from world_app.store_rules import BUILD_EDITABLE_STATUSES
 from world_app.tools.registry import invoke_tool
 
 from .base import (

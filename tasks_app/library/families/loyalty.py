@@ -12,7 +12,7 @@ from collections import Counter
 from decimal import Decimal
 
 from world_app.models import Customer, Product
-from world_app.policies import LOYALTY_DISCOUNT_PCT
+from world_app.store_rules import LOYALTY_DISCOUNT_PCT
 
 from .base import (
     Family,

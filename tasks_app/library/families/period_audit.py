@@ -17,7 +17,7 @@ from decimal import Decimal
 
 from world_app import clock
 from world_app.models import Order
-from world_app.policies import COUPONS
+from world_app.store_rules import COUPONS
 from world_app.tools.params import MAX_LIMIT
 from world_app.tools.results import local_date, world_today
 

@@ -8,7 +8,7 @@ customer remembers the delivery only roughly ("around August 12"), up to three d
 What the agent must do: find the account by the email (``search_customers``), the product by its name
 (``search_products``), the order by both (``search_orders``), read it (``get_order_details``: the delivery date),
 then judge the return window itself (``create_refund`` does not refuse a late return: the window is the agent's
-judgement, ``world_app.policies.RULES`` "return-window"), and refund the line with the restocking fee the tool
+judgement, ``world_app.store_rules.RULES`` "return-window"), and refund the line with the restocking fee the tool
 computes, or refund nothing and give the window's last day.
 """
 
@@ -19,7 +19,7 @@ from datetime import timedelta
 from decimal import Decimal
 
 from world_app.models import Customer, Order, ShipmentStatus
-from world_app.policies import (
+from world_app.store_rules import (
     REFUND_APPROVAL_LIMIT,
     RESTOCKING_FEE_EXEMPT_CATEGORIES,
     RESTOCKING_FEE_PCT,

@@ -2,7 +2,7 @@
 
 Selector: one line per delivered, fulfilled order with money captured and no refund yet (the most expensive
 line; the second most expensive is the ``return_lookup`` family's), one per customer and product. Policy
-(``world_app.policies``): returns within ``RETURN_WINDOW_DAYS`` of delivery (the agent's judgement: the refund tool
+(``world_app.store_rules``): returns within ``RETURN_WINDOW_DAYS`` of delivery (the agent's judgement: the refund tool
 does not refuse a late return); opened, non-defective items pay ``RESTOCKING_FEE_PCT`` percent (cables and
 accessories exempt); shipping is not refunded. Inside the window the reference refunds the line (the amount is
 what ``create_refund`` computes); outside it nothing is refunded and the reply gives the window's last day.
@@ -14,7 +14,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from world_app.models import Order, ShipmentStatus
-from world_app.policies import REFUND_APPROVAL_LIMIT, RESTOCKING_FEE_PCT, RETURN_WINDOW_DAYS
+from world_app.store_rules import REFUND_APPROVAL_LIMIT, RESTOCKING_FEE_PCT, RETURN_WINDOW_DAYS
 from world_app.tools.coverage import delivered_at, return_window
 from world_app.tools.results import world_today
 

@@ -104,7 +104,7 @@ class WarrantyClaimFamily(Family):
         name = f"{customer.first_name} {customer.last_name}"
         product = line.product.name
         asked = pick(("replacement", "repair"), key, "remedy")
-        remedy = "replacement"  # the warranty replaces; we never repair parts (world_app.policies.WARRANTY_REMEDIES)
+        remedy = "replacement"  # the warranty replaces; we never repair parts (world_app.store_rules.WARRANTY_REMEDIES)
         symptom = pick(SYMPTOMS.get(line.product.category, DEFAULT_SYMPTOMS), key, "symptom")
         delivered_on = local_date(delivered)
         instruction = tidy(

@@ -26,7 +26,7 @@ episode, every replay rolled back) and measured into a ``TaskShape``. The figure
   one bigger page would hold does not count.
 - **write**: a needed call is a write tool.
 - **policy judgement the tools do not make**: declared by a tag ``judgement:<key>`` with ``key`` in
-  ``JUDGEMENTS`` (the rulebook's rules held by the agent, ``world_app.policies.RULES`` with holder "agent", plus
+  ``JUDGEMENTS`` (the rulebook's rules held by the agent, ``world_app.store_rules.RULES`` with holder "agent", plus
   the task-level judgements listed here), and checked against the rubric: it counts only when a required
   criterion grades the decision's outcome (a ``state`` criterion on the world, or a claim, amount or date the
   reply must state). A tag alone, or a rubric alone, does not count; the figure is what the tasks declare and
@@ -73,7 +73,7 @@ from tasks_app.library.services.task_library import (
 )
 from tasks_app.perturbations import SnapshotReplay
 from world_app.contract import CONVERSATION_TOOLS
-from world_app.policies import RULES
+from world_app.store_rules import RULES
 from world_app.tools.registry import get_tool
 
 BRANCH_SHARE_MAX = 0.6

@@ -1,6 +1,6 @@
 """The rulebook, checked: ``manage.py world_rules --check [--json] [--rule ID ...]``.
 
-Lists every rule of ``world_app.policies.RULES`` with the tools that implement it and the knowledge-base
+Lists every rule of ``world_app.store_rules.RULES`` with the tools that implement it and the knowledge-base
 articles that state it; with ``--check`` runs each rule's scenarios through those tools in a scratch episode
 of the latest snapshot and checks the generated data, exiting 1 when any contradiction is found.
 """
@@ -12,9 +12,9 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from world_app.episodes.errors import SnapshotNotPublished
-from world_app.policies import RULES
 from world_app.rulebook import rules_check_snapshot
 from world_app.snapshots import snapshot_latest
+from world_app.store_rules import RULES
 
 
 class Command(BaseCommand):
