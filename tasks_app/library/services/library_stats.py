@@ -65,12 +65,8 @@ from typing import Any
 from corecraft_site.canonical import sorted_json
 from rubrics_app.judgement import rubric_of
 from tasks_app.library.families import FAMILIES, family_instantiate
-from tasks_app.library.services.task_library import (
-    _models_by_prefix,
-    entity_ids_named,
-    library_snapshot,
-    starter_tasks_read,
-)
+from tasks_app.library.services.library_files import starter_tasks_read
+from tasks_app.library.services.task_library import _models_by_prefix, entity_ids_named, library_snapshot
 from tasks_app.perturbations import SnapshotReplay
 from world_app.contract import CONVERSATION_TOOLS
 from world_app.store_rules import RULES
