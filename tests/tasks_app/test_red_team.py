@@ -230,8 +230,9 @@ def test_flipping_a_flag_the_refund_rules_ignore_is_no_perturbation(seeded_world
                                   vocabulary="", world_diff=replay.diff)  # fmt: skip
         keys = {p.key for p in found}
         assert replay.diff(solution["calls"])["created"]  # the reference makes a refund
-    assert "change_argument[2].opened" not in keys
-    assert "change_argument[2].reason" in keys and "drop_write[2]" in keys
+    refund = next(i for i, call in enumerate(solution["calls"]) if call["tool"] == "create_refund")
+    assert f"change_argument[{refund}].opened" not in keys
+    assert f"change_argument[{refund}].reason" in keys and f"drop_write[{refund}]" in keys
 
 
 def test_no_over_acting_on_an_entity_the_reference_created():
