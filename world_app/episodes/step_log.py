@@ -33,6 +33,7 @@ import psycopg
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
 
+from corecraft_site.dedicated_connection import dedicated_connection, dedicated_connection_key
 from world_app.episodes.errors import EpisodeError
 from world_app.models import Episode, EpisodeStep
 
@@ -243,21 +244,12 @@ class StepWriter:
             raise EpisodeStepsLost(f"episode {episode_id}: {reason}")
 
     def _connection(self) -> psycopg.Connection:
-        db = connections[DEFAULT_DB_ALIAS].settings_dict
-        key = (db["NAME"], db["HOST"], db["PORT"], db["USER"])
+        key = dedicated_connection_key()
         if self._conn is None or self._conn.closed or self._conn.broken or self._conn_key != key:
             if self._conn is not None and not self._conn.closed:
                 self._conn.close()
             self._leases.clear()  # a lease lives no longer than its connection
-            self._conn = psycopg.connect(
-                dbname=db["NAME"],
-                user=db["USER"] or None,
-                password=db["PASSWORD"] or None,
-                host=db["HOST"] or None,
-                port=db["PORT"] or None,
-                autocommit=True,
-                application_name="corecraft episode step writer",
-            )
+            self._conn = dedicated_connection("corecraft episode step writer")
             self._conn_key = key
         return self._conn
 

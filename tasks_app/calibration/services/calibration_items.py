@@ -30,6 +30,7 @@ from django.db.models import Count, F, Max, Q
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerUnavailable
 
+from corecraft_site.dedicated_connection import dedicated_connection
 from tasks_app.calibration.metrics import task_calibration_update
 from tasks_app.calibration.rollouts.execute import (
     rollout_create,
@@ -107,16 +108,7 @@ def _lock_connect() -> psycopg.Connection:
     """A connection for item locks, not Django's: a rollout hands Django's back to the pool while the model
     thinks, and a session lock left on a pooled connection would outlive the work and be held by whoever takes
     the connection next. A lock lives at most as long as its connection (and its process)."""
-    db = connection.settings_dict
-    return psycopg.connect(
-        dbname=db["NAME"],
-        user=db["USER"] or None,
-        password=db["PASSWORD"] or None,
-        host=db["HOST"] or None,
-        port=db["PORT"] or None,
-        autocommit=True,
-        application_name="corecraft calibration item lock",
-    )
+    return dedicated_connection("corecraft calibration item lock")
 
 
 @contextmanager
