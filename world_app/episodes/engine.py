@@ -285,26 +285,7 @@ def _step_try(
     logged = False
     try:
         with world_bound(hot.conn, now=hot.world_now), transaction.atomic(using=EPISODE_ALIAS):
-            started = time.perf_counter()
-            result = fn()
-            duration_ms = (time.perf_counter() - started) * 1000
-            if connections[EPISODE_ALIAS].needs_rollback:
-                raise EpisodeStepAborted(f"{name}: the call marked the episode's transaction for rollback")
-            changes = changes_take(hot.conn)
-            if changes and foreign_keys_pending(hot.conn):
-                # SQLite's COMMIT would refuse them; it must refuse before the step is logged, not after.
-                raise IntegrityError("FOREIGN KEY constraint failed")
-            step = EpisodeStep(
-                episode_id=hot.episode_id,
-                seq=after[0] + 1,
-                name=name,
-                arguments=arguments,
-                result=result,
-                is_error=isinstance(result, dict) and "error" in result,
-                changes=changes,
-                duration_ms=round(duration_ms, 3),
-                created_at=timezone.now(),
-            )
+            step = _step_made(hot, name=name, arguments=arguments, fn=fn, seq=after[0] + 1)
             step.pk = _step_append(step, after_head=after[1], savepoint=savepoint)
             if step.pk is None:
                 raise _Overtaken
@@ -318,8 +299,33 @@ def _step_try(
         raise
     hot.seq, hot.last_step_id = step.seq, step.pk
     step._state.adding, step._state.db = False, DEFAULT_DB_ALIAS
-    hot.touched.update((change["table"], change["pk"]) for change in changes)
+    hot.touched.update((change["table"], change["pk"]) for change in step.changes)
     return step
+
+
+def _step_made(hot: HotEpisode, *, name: str, arguments: dict, fn: Callable[[], Any], seq: int) -> EpisodeStep:
+    """Run ``fn`` on the copy, inside the caller's SQLite transaction, and make its step row (not yet written):
+    its result, the rows it wrote and how long it took. Raises, undoing the call, what SQLite's commit would
+    refuse: it must refuse before the step is logged, not after."""
+    started = time.perf_counter()
+    result = fn()
+    duration_ms = (time.perf_counter() - started) * 1000
+    if connections[EPISODE_ALIAS].needs_rollback:
+        raise EpisodeStepAborted(f"{name}: the call marked the episode's transaction for rollback")
+    changes = changes_take(hot.conn)
+    if changes and foreign_keys_pending(hot.conn):
+        raise IntegrityError("FOREIGN KEY constraint failed")
+    return EpisodeStep(
+        episode_id=hot.episode_id,
+        seq=seq,
+        name=name,
+        arguments=arguments,
+        result=result,
+        is_error=isinstance(result, dict) and "error" in result,
+        changes=changes,
+        duration_ms=round(duration_ms, 3),
+        created_at=timezone.now(),
+    )
 
 
 def episode_step(*, episode: EpisodeRef, name: str, arguments: dict, fn: Callable[[], Any]) -> EpisodeStep:
@@ -365,25 +371,7 @@ def _step_deferred(hot: HotEpisode, *, name: str, arguments: dict, fn: Callable[
     step = None
     try:
         with world_bound(hot.conn, now=hot.world_now), transaction.atomic(using=EPISODE_ALIAS):
-            started = time.perf_counter()
-            result = fn()
-            duration_ms = (time.perf_counter() - started) * 1000
-            if connections[EPISODE_ALIAS].needs_rollback:
-                raise EpisodeStepAborted(f"{name}: the call marked the episode's transaction for rollback")
-            changes = changes_take(hot.conn)
-            if changes and foreign_keys_pending(hot.conn):
-                raise IntegrityError("FOREIGN KEY constraint failed")
-            step = EpisodeStep(
-                episode_id=hot.episode_id,
-                seq=hot.seq + 1,
-                name=name,
-                arguments=arguments,
-                result=result,
-                is_error=isinstance(result, dict) and "error" in result,
-                changes=changes,
-                duration_ms=round(duration_ms, 3),
-                created_at=timezone.now(),
-            )
+            step = _step_made(hot, name=name, arguments=arguments, fn=fn, seq=hot.seq + 1)
             # The log row's JSON, made now: what json.dumps refuses undoes the call, as the synchronous append does.
             step_log_json(step)
     except BaseException:
