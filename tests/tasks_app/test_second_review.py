@@ -185,3 +185,19 @@ def test_the_requirement_is_set_from_the_review_page(client):
     assert client.post(reverse("review:second_review", args=[987654]), {"required": "1"}).status_code == 404
     page = client.get(reverse("review:task", args=[task.pk])).content.decode()
     assert "Two reviewers decide" in page and "Go back to one reviewer" in page
+
+
+def test_bulk_approve_says_a_first_of_two_reviews_is_sealed_not_approved(client):
+    """A bulk approval that only gives the first of two reviews must not read "Approved": the task stays in review."""
+    single, paired = task_in_review(title="One review"), two_review_task(title="Two reviews")
+    client.force_login(reviewer())
+    response = client.post(reverse("review:bulk"), {"task": [single.pk, paired.pk], "decision": "approve"}, follow=True)
+    text = response.content.decode()
+    assert "Approved 1 of 2: One review" in text
+    assert "First of two reviews given on 1 of 2" in text and "Two reviews" in text.split("First of two")[1]
+    paired.refresh_from_db()
+    assert paired.status == TaskStatus.IN_REVIEW
+    outcomes = {o.title: o for o in review_bulk_decide(task_ids=[paired.pk], user=reviewer(), decision="approve")}
+    assert outcomes["Two reviews"].done and not outcomes["Two reviews"].sealed  # the second settles it
+    paired.refresh_from_db()
+    assert paired.status == TaskStatus.APPROVED

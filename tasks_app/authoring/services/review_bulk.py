@@ -10,7 +10,7 @@ from django.http import Http404
 
 from tasks_app.authoring.services.reviews import ClaimUnavailable, review_approve, review_claim, review_release
 from tasks_app.authoring.services.reviews import review_request_changes as request_changes
-from tasks_app.models import ReviewDecision, Task
+from tasks_app.models import ReviewDecision, ReviewStage, Task
 
 BULK_DECISIONS = (ReviewDecision.APPROVE, ReviewDecision.REQUEST_CHANGES)
 BULK_MAX = 50
@@ -18,10 +18,14 @@ BULK_MAX = 50
 
 @dataclass(frozen=True)
 class BulkOutcome:
+    """One selected task's outcome. ``done``: the decision was taken; ``sealed``: it was the first of two reviews,
+    so the task stays in review (sealed until a second reviewer decides), not approved or returned yet."""
+
     task_id: int
     title: str
     done: bool
     message: str
+    sealed: bool = False
 
 
 def _reasons(exc: Exception) -> str:
@@ -47,9 +51,9 @@ def review_bulk_decide(*, task_ids: list[int], user, decision: str, comment: str
         try:
             task = review_claim(task=task, user=user)
             if decision == ReviewDecision.APPROVE:
-                review_approve(task=task, user=user, comment=comment)
+                review = review_approve(task=task, user=user, comment=comment)
             else:
-                request_changes(task=task, user=user, comment=comment)
+                review = request_changes(task=task, user=user, comment=comment)
         except (ValidationError, PermissionDenied, Http404) as exc:
             if claimed_here and not isinstance(exc, ClaimUnavailable):
                 task.refresh_from_db()
@@ -57,7 +61,7 @@ def review_bulk_decide(*, task_ids: list[int], user, decision: str, comment: str
                     review_release(task=task, user=user)
             outcomes.append(BulkOutcome(task.pk, task.title, False, _reasons(exc)))
         else:
-            outcomes.append(BulkOutcome(task.pk, task.title, True, ""))
+            outcomes.append(BulkOutcome(task.pk, task.title, True, "", sealed=review.stage == ReviewStage.FIRST))
     found = {o.task_id for o in outcomes}
     outcomes += [BulkOutcome(pk, f"task {pk}", False, "not found") for pk in task_ids if pk not in found]
     return outcomes

@@ -176,10 +176,17 @@ def bulk_decide(request: HttpRequest) -> HttpResponse:
         for message in exc.messages:
             messages.error(request, message)
     else:
-        done = [o for o in outcomes if o.done]
+        done = [o for o in outcomes if o.done and not o.sealed]
+        sealed = [o for o in outcomes if o.done and o.sealed]
         verb = "Approved" if request.POST.get("decision") == ReviewDecision.APPROVE else "Returned"
         if done:
             messages.success(request, f"{verb} {len(done)} of {len(outcomes)}: " + ", ".join(o.title for o in done))
+        if sealed:
+            messages.success(
+                request,
+                f"First of two reviews given on {len(sealed)} of {len(outcomes)} (they stay in review, sealed until a "
+                "second reviewer decides): " + ", ".join(o.title for o in sealed),
+            )
         for refused in (o for o in outcomes if not o.done):
             messages.error(request, f"“{refused.title}” not decided: {refused.message}")
     kept = QueryDict(request.POST.get("query", ""))
