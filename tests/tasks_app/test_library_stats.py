@@ -11,7 +11,8 @@ import yaml
 from django.core.management import call_command
 
 from tasks_app.library.families.base import BRANCH_SHARE_MAX, FamilyInstance, branch_cap, branches_balanced
-from tasks_app.library.services.library_stats import TaskShape, shapes_figures, task_shape
+from tasks_app.library.services.library_shape import TaskShape, task_shape
+from tasks_app.library.services.library_stats import shapes_figures
 from tasks_app.perturbations import SnapshotReplay
 from world_app.models import Order
 from world_app.snapshots import snapshot_publish
@@ -206,7 +207,7 @@ def task_stats_command(snapshot, tmp_path):
 def test_provenance_counts_the_lookup_that_gave_a_needed_call_its_id():
     """The ablation keeps ``get_order_details``' order id as written; the search that found it is what a real
     agent could not drop. A read whose result feeds nothing needed still counts for nothing."""
-    from tasks_app.library.services.library_stats import graded_facts, provenance_closure
+    from tasks_app.library.services.library_shape import graded_facts, provenance_closure
 
     calls = [
         {"tool": "search_customers", "arguments": {"query": "nadia@example.com"}},

@@ -248,7 +248,7 @@ def test_the_yaml_carries_the_scripted_user_and_refuses_a_bad_one():
 
 
 def test_task_stats_count_a_task_whose_question_is_needed(world):
-    from tasks_app.library.services.library_stats import task_shape
+    from tasks_app.library.services.library_shape import task_shape
 
     order = world.order.pk
     task = {"key": "k", "criteria": criteria(order), "instruction": "i", "solution": reference(order)}
