@@ -27,7 +27,7 @@ from world_app.episodes.diff import TouchedRows, checksum_of, diff_of, touched_r
 from world_app.episodes.errors import EpisodeClosed, EpisodeError, EpisodeNotFound, EpisodeStepAborted
 from world_app.episodes.images import SnapshotImage, snapshot_image, snapshot_table_digests
 from world_app.episodes.shared_image import foreign_keys_pending
-from world_app.episodes.step_log import Lease, lease_key, lease_wait, step_log_json, step_writer
+from world_app.episodes.step_log import Lease, json_column, lease_key, lease_wait, step_log_json, step_writer
 from world_app.episodes.world_db import (
     PENDING_CHANGES_SQL,
     changes_apply,
@@ -230,11 +230,6 @@ def _append_sql(*, unhurried: bool) -> str:
     """  # noqa: S608  (table names from model metadata; every value is a bound parameter)
 
 
-def _json(value: Any) -> str | None:
-    # What the model's JSONField would store: None is SQL NULL; anything json.dumps refuses raises TypeError.
-    return None if value is None else json.dumps(value)
-
-
 def _step_append(step: EpisodeStep, *, after_head: int | None, savepoint: bool) -> int | None:
     """Log ``step`` in one statement if the log head is still (``step.seq - 1``, ``after_head``); its id, or None.
 
@@ -250,8 +245,8 @@ def _step_append(step: EpisodeStep, *, after_head: int | None, savepoint: bool) 
         "after_head": after_head,
         "seq": step.seq,
         "name": step.name,
-        "arguments": _json(step.arguments),
-        "result": _json(step.result),
+        "arguments": json_column(step.arguments),
+        "result": json_column(step.result),
         "is_error": step.is_error,
         "changes": json.dumps(step.changes),
         "duration_ms": step.duration_ms,

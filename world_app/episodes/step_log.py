@@ -81,13 +81,14 @@ class Lease:
         self.head = self.base
 
 
-def _json(value: Any) -> str | None:
+def json_column(value: Any) -> str | None:
+    """What the model's JSONField would store: None is SQL NULL; anything json.dumps refuses raises TypeError."""
     return None if value is None else json.dumps(value)
 
 
 def step_log_json(step: EpisodeStep) -> None:
     """Serialise the step's arguments, result and row images for its log row, once (``TypeError`` if refused)."""
-    step._log_json = (_json(step.arguments), _json(step.result), json.dumps(step.changes))
+    step._log_json = (json_column(step.arguments), json_column(step.result), json.dumps(step.changes))
 
 
 @cache

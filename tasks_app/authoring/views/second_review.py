@@ -10,11 +10,9 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from corecraft_site.refusals import forbidden_as_page as refusal_page
 from tasks_app.authoring.services.second_review import second_review_set
+from tasks_app.authoring.views.review import forbidden_as_page
 from tasks_app.models import Task
-
-forbidden_as_page = refusal_page(page="review/forbidden.html", htmx_page="review/_forbidden.html")
 
 
 @require_POST
