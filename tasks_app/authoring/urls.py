@@ -2,16 +2,16 @@
 
 from django.urls import path
 
-from tasks_app.authoring.views import authoring, playground
+from tasks_app.authoring.views import authoring, editor, playground
 
 app_name = "tasks"
 
 urlpatterns = [
     path("", authoring.task_list_page, name="list"),
-    path("new/", authoring.task_create_page, name="create"),
-    path("criteria/validate/", authoring.criterion_validate, name="criterion_validate"),
+    path("new/", editor.task_create_page, name="create"),
+    path("criteria/validate/", editor.criterion_validate, name="criterion_validate"),
     path("<int:task_id>/", authoring.task_detail_page, name="detail"),
-    path("<int:task_id>/edit/", authoring.task_edit_page, name="edit"),
+    path("<int:task_id>/edit/", editor.task_edit_page, name="edit"),
     path("<int:task_id>/submit/", authoring.task_submit, name="submit"),
     path("<int:task_id>/retire/", authoring.task_retire_view, name="retire"),
     path("<int:task_id>/diff/<int:a>/<int:b>/", authoring.task_diff_page, name="diff"),

@@ -26,16 +26,16 @@ SLOW_S = 1.5
 @pytest.fixture
 def slow_add(monkeypatch):
     """The editor's actions, with "add" answered only after SLOW_S seconds."""
-    from tasks_app.authoring.views import authoring
+    from tasks_app.authoring.views import editor
 
-    real = authoring.criteria_apply
+    real = editor.criteria_apply
 
     def slow(drafts, action, data):
         if action == "add" and len(drafts) >= 1:
             time.sleep(SLOW_S)
         return real(drafts, action, data)
 
-    monkeypatch.setattr(authoring, "criteria_apply", slow)
+    monkeypatch.setattr(editor, "criteria_apply", slow)
 
 
 def test_text_typed_while_a_criterion_is_being_added_is_kept(page, live_server, slow_add):

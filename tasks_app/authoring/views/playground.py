@@ -25,7 +25,7 @@ from tasks_app.authoring.services.reference_solution import reference_solution_r
 from tasks_app.authoring.services.tasks import EDITABLE_STATUSES, TaskConflict
 from tasks_app.authoring.services.tasks import task_update as task_update_service
 from tasks_app.authoring.tool_forms import tool_argument_fields, tool_arguments_from_post
-from tasks_app.authoring.views.authoring import _load, allowed, forbidden_as_page
+from tasks_app.authoring.views.authoring import allowed, forbidden_as_page, task_or_404
 from tasks_app.models import Task
 from tasks_app.permissions import task_discuss_check, task_edit_check
 from world_app.episodes import EpisodeClosed, EpisodeNotFound, episode_close, episode_create
@@ -129,7 +129,7 @@ def _run_rows(task: Task, run) -> list[dict[str, Any]]:
 @login_required
 @forbidden_as_page
 def playground_page(request: HttpRequest, task_id: int) -> HttpResponse:
-    task = _load(task_id)
+    task = task_or_404(task_id)
     task_discuss_check(request.user, task)
     state = _state(request, task)
     tool = get_tool(request.GET.get("tool", "")) or all_tools()[0]
@@ -143,7 +143,7 @@ def playground_page(request: HttpRequest, task_id: int) -> HttpResponse:
 @forbidden_as_page
 def playground_form(request: HttpRequest, task_id: int) -> HttpResponse:
     """The chosen tool's form (htmx, when the tool select changes)."""
-    task = _load(task_id)
+    task = task_or_404(task_id)
     task_discuss_check(request.user, task)
     tool = get_tool(request.GET.get("tool", "")) or all_tools()[0]
     return render(request, "tasks/playground.html#call", {"task": task, "tools": tool_choices(), **_tool_panel(tool)})
@@ -154,7 +154,7 @@ def playground_form(request: HttpRequest, task_id: int) -> HttpResponse:
 @forbidden_as_page
 def playground_call(request: HttpRequest, task_id: int) -> HttpResponse:
     """Run the tool in the sandbox; the form comes back as typed, with the result (or what was wrong)."""
-    task = _load(task_id)
+    task = task_or_404(task_id)
     task_discuss_check(request.user, task)
     state = _state(request, task)
     tool = get_tool(request.POST.get("tool", ""))
@@ -203,7 +203,7 @@ def _draft_response(request: HttpRequest, task: Task, state: dict[str, Any], **e
 @forbidden_as_page
 def playground_record(request: HttpRequest, task_id: int) -> HttpResponse:
     """Append a call (tool + arguments as run) to the draft reference solution."""
-    task = _load(task_id)
+    task = task_or_404(task_id)
     task_discuss_check(request.user, task)
     state = _state(request, task)
     tool = get_tool(request.POST.get("tool", ""))
@@ -228,7 +228,7 @@ def playground_record(request: HttpRequest, task_id: int) -> HttpResponse:
 def playground_draft(request: HttpRequest, task_id: int) -> HttpResponse:
     """Edit the draft: the final answer (always kept as typed), move or remove a call, discard, or save it as the
     task's reference solution (a new version)."""
-    task = _load(task_id)
+    task = task_or_404(task_id)
     task_discuss_check(request.user, task)
     state = _state(request, task)
     if "final_answer" in request.POST:
@@ -277,7 +277,7 @@ def _save(request: HttpRequest, task: Task, state: dict[str, Any]) -> tuple[Task
         }
     except ValidationError as exc:
         return task, {"draft_error": "The draft can't be saved:", "draft_problems": error_lines(exc)}
-    fresh = _load(saved.pk)
+    fresh = task_or_404(saved.pk)
     if fresh.current_version_id == task.current_version_id:
         return fresh, {"draft_notice": "Nothing changed: the saved reference solution is the same."}
     return fresh, {"draft_notice": f"Saved as the reference solution of version {fresh.current_version.number}."}
@@ -288,7 +288,7 @@ def _save(request: HttpRequest, task: Task, state: dict[str, Any]) -> tuple[Task
 @forbidden_as_page
 def playground_reset(request: HttpRequest, task_id: int) -> HttpResponse:
     """A fresh sandbox episode; the draft stays."""
-    task = _load(task_id)
+    task = task_or_404(task_id)
     task_discuss_check(request.user, task)
     state = _state(request, task)
     if state.get("episode"):
@@ -307,7 +307,7 @@ def playground_reset(request: HttpRequest, task_id: int) -> HttpResponse:
 @forbidden_as_page
 def playground_run(request: HttpRequest, task_id: int) -> HttpResponse:
     """Run the saved reference solution in a fresh episode; every programmatic criterion's verdict at once."""
-    task = _load(task_id)
+    task = task_or_404(task_id)
     try:
         run = reference_solution_run(version=task.current_version, user=request.user)
         context = {"task": task, "run": run, "run_rows": _run_rows(task, run)}
