@@ -15,7 +15,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from corecraft_site.canonical import canonical_json, canonical_sha256
 from tasks_app.models import Criterion, Task, TaskCalibration, TaskVersion
-from trainer_bridge import splits
+from trainer_bridge import release_candidates, splits
 from trainer_bridge.authentication import secret_digest, token_cache_forget
 from trainer_bridge.models import ApiToken, Release, ReleaseRow, ReleaseStatus, Scope, Split
 from world_app.contract import agent_contract
@@ -184,12 +184,12 @@ def release_flagged_left_out(*, release: Release, plan: splits.SplitPlan) -> int
     if filters.include_flagged:
         return 0
     qualifying = len(plan.train) + len(plan.holdout) + len(plan.excluded)
-    return len(splits.candidates_select(filters.model_copy(update={"include_flagged": True}))) - qualifying
+    return len(release_candidates.candidates_select(filters.model_copy(update={"include_flagged": True}))) - qualifying
 
 
 def release_preview(*, release: Release) -> splits.SplitPlan:
     """The split the release would freeze to now (raises SplitError when the sizes cannot be met)."""
-    return splits.release_plan(filters=release.filters, sizes=release.sizes, seed=release.seed)
+    return release_candidates.release_plan(filters=release.filters, sizes=release.sizes, seed=release.seed)
 
 
 def _calibration_metadata(version_ids: list[int]) -> dict[int, dict]:
@@ -318,7 +318,7 @@ def release_freeze(*, release: Release, user=None) -> Release:
     if release.status == ReleaseStatus.FROZEN:
         raise ValidationError({"status": ["This release is frozen already."]})
     try:
-        plan = splits.release_plan(filters=release.filters, sizes=release.sizes, seed=release.seed)
+        plan = release_candidates.release_plan(filters=release.filters, sizes=release.sizes, seed=release.seed)
     except splits.SplitError as exc:
         raise ValidationError({"sizes": [str(exc)]}) from None
 

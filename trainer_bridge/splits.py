@@ -1,9 +1,8 @@
 """Which tasks go into a release, and on which side of the train/holdout split (deterministic for a seed).
 
-``candidates_select(filters)`` reads the approved tasks that pass the filters (type, difficulty, the calibrated
-pass-rate window and a minimum reward variance from ``TaskCalibration``). ``split_plan(candidates, sizes, seed)``
-is pure: no database, no clock, no process-dependent hashing, so the same candidates, sizes and seed always give
-the same split.
+``split_plan(candidates, sizes, seed)`` is pure: no database, no clock, no process-dependent hashing, so the same
+candidates, sizes and seed always give the same split. Choosing the candidates from the database (and
+``release_plan``, choose then split) is ``release_candidates``.
 
 How the split is made:
 1. Tasks of one family, and near-duplicate instructions (``tasks_app.library.similarity.near_duplicate_groups``), are
@@ -28,9 +27,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-
-from tasks_app.library.similarity import near_duplicate_groups
-from tasks_app.models import RubricGate, Task, TaskCalibration, TaskStatus
 
 TRAIN = "train"
 HOLDOUT = "holdout"
@@ -308,101 +304,6 @@ def split_plan(
     )
 
 
-# --- choosing the candidates (reads the database) ------------------------------------------------------------------
-
-
-def candidates_select(filters: ReleaseFilters) -> list[Candidate]:
-    """Approved tasks (their current version) that pass ``filters``, in key order."""
-    tasks = Task.objects.filter(status=TaskStatus.APPROVED, current_version__isnull=False)
-    if filters.task_types:
-        tasks = tasks.filter(task_type__in=filters.task_types)
-    if filters.difficulties:
-        tasks = tasks.filter(difficulty__in=filters.difficulties)
-    if filters.families:
-        tasks = tasks.filter(family__in=filters.families)
-    rows = tasks.values_list(
-        "pk", "source_key", "current_version_id", "current_version__task_type", "current_version__difficulty",
-        "current_version__family", "current_version__instruction",
-    )  # fmt: skip
-    calibrations = _calibrations(filters) if filters.needs_calibration else None
-    flagged = set() if filters.include_flagged else flagged_versions()
-    chosen = []
-    for task_id, source_key, version_id, task_type, difficulty, family, instruction in rows.iterator(chunk_size=2000):
-        if calibrations is not None and not _calibration_passes(calibrations.get(version_id), filters):
-            continue
-        if version_id in flagged:
-            continue
-        chosen.append(
-            Candidate(
-                task_id=task_id,
-                version_id=version_id,
-                key=source_key or f"task:{task_id}",
-                task_type=task_type,
-                difficulty=difficulty,
-                family=family,
-                instruction=instruction,
-            )
-        )
-    return sorted(chosen, key=lambda c: (c.key, c.task_id))
-
-
-GATE_FLAGS = ("gameable", "over_specified")
-
-
-def flagged_versions() -> set[int]:
-    """Task versions the gate flags: a stored gate that refuses them on their snapshot, or a calibration that
-    found them gameable or over-specified."""
-    from django.db.models import F
-
-    refused = RubricGate.objects.filter(passes=False, snapshot_id=F("version__snapshot_id"))
-    found = set(refused.values_list("version_id", flat=True))
-    for version_id, flags in TaskCalibration.objects.values_list("version_id", "flags").iterator(chunk_size=5000):
-        if set(flags or []) & set(GATE_FLAGS):
-            found.add(version_id)
-    return found
-
-
-def _calibrations(filters: ReleaseFilters) -> dict[int, dict]:
-    """The calibration summary per task version: the programmatic one (no judge config) first, else the latest."""
-    found: dict[int, dict] = {}
-    rows = TaskCalibration.objects.order_by("version_id", "judge_config_id", "-updated_at").values(
-        "version_id", "judge_config_id", "pass_at_1", "reward_std", "flags"
-    )
-    for row in rows.iterator(chunk_size=5000):
-        found.setdefault(row["version_id"], row)
-    return found
-
-
-def _calibration_passes(calibration: dict | None, filters: ReleaseFilters) -> bool:
-    if calibration is None:
-        return False
-    pass_rate = calibration["pass_at_1"]
-    if filters.pass_rate_min is not None and (pass_rate is None or pass_rate < filters.pass_rate_min):
-        return False
-    if filters.pass_rate_max is not None and (pass_rate is None or pass_rate > filters.pass_rate_max):
-        return False
-    if filters.min_reward_variance is not None:
-        std = calibration["reward_std"]
-        if std is None or std * std < filters.min_reward_variance:
-            return False
-    return not set(filters.exclude_flags) & set(calibration["flags"] or [])
-
-
-def near_duplicates_of(candidates: list[Candidate], threshold: float = 0.8) -> list[set]:
-    return near_duplicate_groups([(c.task_id, c.instruction) for c in candidates], threshold)
-
-
-def release_plan(*, filters: dict | ReleaseFilters, sizes: dict | ReleaseSizes, seed: int) -> SplitPlan:
-    """Choose and split (reads the database; deterministic for the same tasks)."""
-    filters = filters if isinstance(filters, ReleaseFilters) else filters_parse(filters)
-    sizes = sizes if isinstance(sizes, ReleaseSizes) else sizes_parse(sizes)
-    candidates = candidates_select(filters)
-    if not candidates:
-        raise SplitError("no approved task passes the filters")
-    groups = near_duplicates_of(candidates, filters.near_duplicate_threshold)
-    return split_plan(candidates, sizes=sizes, seed=seed, near_duplicates=groups)
-
-
 __all__ = [
     "Candidate",
     "ReleaseFilters",
@@ -411,9 +312,7 @@ __all__ = [
     "SplitPlan",
     "ValidationError",
     "apportion",
-    "candidates_select",
     "filters_parse",
-    "release_plan",
     "sizes_parse",
     "split_plan",
     "units_of",

@@ -16,7 +16,7 @@ from django.db.models import BooleanField, Exists, F, FloatField, JSONField, Out
 
 from tasks_app.models import Criterion, RubricGate, Task, TaskCalibration
 
-# The flags that leave a task out of a release (trainer_bridge.splits.GATE_FLAGS): kept in step by a test.
+# The calibration flags that leave a task out of a release (with a refused stored gate: ``gate_flagged_versions``).
 GATE_FLAGS = ("gameable", "over_specified")
 
 FLAG_FILTERS: dict[str, str] = {
@@ -75,7 +75,7 @@ def calibration_filter(tasks: QuerySet[Task], flag: str) -> QuerySet[Task]:
     latest = TaskCalibration.objects.filter(version_id=OuterRef("current_version_id"))
     gate = _gate()
     if flag == "gate_flagged":
-        # the release's rule (trainer_bridge.splits.flagged_versions): a refused gate, or a gate flag in calibration
+        # the release's rule (gate_flagged_versions): a refused gate, or a gate flag in calibration
         return tasks.filter(
             Exists(gate.filter(passes=False)) | Exists(latest.filter(_flag_in(GATE_FLAGS[0]) | _flag_in(GATE_FLAGS[1])))
         )
@@ -177,3 +177,14 @@ def criterion_texts(keys: set[str]) -> dict[str, str]:
         .distinct("key")
         .values_list("key", "text")
     }
+
+
+def gate_flagged_versions() -> set[int]:
+    """Task versions the gate flags, which a release leaves out: a stored gate that refuses them on their snapshot,
+    or a calibration that found them gameable or over-specified (``GATE_FLAGS``)."""
+    refused = RubricGate.objects.filter(passes=False, snapshot_id=F("version__snapshot_id"))
+    found = set(refused.values_list("version_id", flat=True))
+    for version_id, flags in TaskCalibration.objects.values_list("version_id", "flags").iterator(chunk_size=5000):
+        if set(flags or []) & set(GATE_FLAGS):
+            found.add(version_id)
+    return found

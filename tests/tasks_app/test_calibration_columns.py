@@ -7,10 +7,9 @@ import pytest
 from django.urls import reverse
 
 from rubrics_app.models import JudgeConfig, ModelEndpoint
-from tasks_app.calibration.selectors import GATE_FLAGS, tasks_calibrated, with_cells
+from tasks_app.calibration.selectors import gate_flagged_versions, tasks_calibrated, with_cells
 from tasks_app.models import Task, TaskCalibration
 from tests.tasks_app.factories import RESPONSE_CRITERION, WorldSnapshotFactory, admin, reviewer, task_in_review
-from trainer_bridge import splits
 
 pytestmark = pytest.mark.django_db
 
@@ -56,7 +55,9 @@ def test_filters_sorts_and_cells(board):
     assert cells["Judged one"].flags == ["judge_unstable"] and not cells["Judged one"].provisional
     assert cells["Clean one"].pass_rate == 0.8 and cells["Clean one"].gate == "passes"
     assert cells["Bare one"].rollouts is None and cells["Bare one"].gate == "" and not cells["Bare one"].provisional
-    assert GATE_FLAGS == splits.GATE_FLAGS  # the list's "left out of releases" is the release's own rule
+    # the list's "flagged by the gate (left out of releases)" is the release's own rule
+    listed = {t.current_version_id for t in tasks_calibrated(tasks, flag="gate_flagged")}
+    assert listed == gate_flagged_versions() & {t.current_version_id for t in tasks} and listed
 
 
 def test_the_task_list_and_queue_show_and_filter_by_calibration(client, board, django_assert_max_num_queries):

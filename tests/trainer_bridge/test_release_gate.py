@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from tasks_app.models import TaskCalibration
 from tests.tasks_app.factories import gate_stored
-from trainer_bridge.splits import candidates_select, filters_parse
+from trainer_bridge.release_candidates import candidates_select
+from trainer_bridge.splits import filters_parse
 
 
 def chosen(filters: dict) -> set[int]:
