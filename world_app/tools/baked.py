@@ -26,7 +26,9 @@ from typing import Any, Generic, TypeVar
 
 from django.core.exceptions import EmptyResultSet, ImproperlyConfigured
 from django.db import connections, router
-from django.db.models import Model, QuerySet
+from django.db.backends.sqlite3.base import FORMAT_QMARK_REGEX
+from django.db.models import Model, QuerySet, signals
+from django.db.models.base import ModelState
 
 M = TypeVar("M", bound=Model)
 # A stand-in can never be a real value: real ones come from JSON the log could store (no NUL).
@@ -44,6 +46,10 @@ class _Statement:
     slots: tuple[tuple[int | None, Any, bool], ...]
     field_names: tuple[str, ...]
     converters: tuple[tuple[int, tuple[Callable, ...], Any], ...]
+    # SQLite only: the SQL as sqlite3 takes it (what Django's cursor makes of ``sql`` on every call), and whether
+    # a row's columns are the model's concrete fields in order (its instance can then be made without __init__).
+    qmark_sql: str | None = None
+    whole_rows: bool = False
 
 
 def _stand_in(index: int, position: int | None) -> str:
@@ -93,18 +99,33 @@ class BakedQuery(Generic[M]):
         if statement is None:
             return []  # compiles to nothing, e.g. an empty ``in`` list
         connection = connections[db]
-        with connection.cursor() as cursor:
-            cursor.execute(statement.sql, _params(statement, values, connection))
-            rows = cursor.fetchall()
+        params = _params(statement, values, connection)
+        raw = _raw_sqlite(connection, statement)
+        if raw is not None:
+            with connection.wrap_database_errors:
+                rows = raw.execute(statement.qmark_sql, params).fetchall()
+        else:
+            with connection.cursor() as cursor:
+                cursor.execute(statement.sql, params)
+                rows = cursor.fetchall()
+        converters = statement.converters
+        fast = statement.whole_rows and not (
+            signals.pre_init.has_listeners(self.model) or signals.post_init.has_listeners(self.model)
+        )
         instances = []
         for row in rows:
-            row = list(row)
-            for position, functions, expression in statement.converters:
-                value = row[position]
-                for convert in functions:
-                    value = convert(value, expression, connection)
-                row[position] = value
-            instances.append(self.model.from_db(db, statement.field_names, row))
+            if converters:
+                row = list(row)
+                for position, functions, expression in converters:
+                    value = row[position]
+                    for convert in functions:
+                        value = convert(value, expression, connection)
+                    row[position] = value
+            instances.append(
+                _instance(self.model, db, statement.field_names, row)
+                if fast
+                else self.model.from_db(db, statement.field_names, row)
+            )
         return instances
 
     def count(self, *values: Value, **shape: Hashable) -> int:
@@ -115,8 +136,13 @@ class BakedQuery(Generic[M]):
         if statement is None:
             return 0
         connection = connections[db]
+        params = _params(statement, values, connection)
+        raw = _raw_sqlite(connection, statement)
+        if raw is not None:
+            with connection.wrap_database_errors:
+                return raw.execute(statement.qmark_sql, params).fetchone()[0]
         with connection.cursor() as cursor:
-            cursor.execute(statement.sql, _params(statement, values, connection))
+            cursor.execute(statement.sql, params)
             return cursor.fetchone()[0]
 
     def _statement(self, db: str, values: tuple[Value, ...], shape: dict, *, count: bool) -> _Statement | None:
@@ -153,20 +179,52 @@ class BakedQuery(Generic[M]):
                 )
             else:
                 slots.append((None, param, False))
+        qmark = _qmark if connections[db].vendor == "sqlite" else lambda _sql: None
         if count:
             # The rows as a subquery: the same WHERE (and LIMIT, if any) the rows have, on both databases.
             counted = f"SELECT COUNT(*) FROM ({sql}) counted"  # noqa: S608 (Django's SQL; values stay parameters)
-            return _Statement(sql=counted, slots=tuple(slots), field_names=(), converters=())
+            return _Statement(sql=counted, slots=tuple(slots), field_names=(), converters=(), qmark_sql=qmark(counted))
         columns = compiler.select[: compiler.col_count]
         if compiler.annotation_col_map or any(not hasattr(col[0], "target") for col in columns):
             raise ImproperlyConfigured(f"baked {self.model.__name__} query: model columns only")
         converters = compiler.get_converters([col[0] for col in columns])
+        field_names = tuple(col[0].target.attname for col in columns)
         return _Statement(
             sql=sql,
             slots=tuple(slots),
-            field_names=tuple(col[0].target.attname for col in columns),
+            field_names=field_names,
             converters=tuple((pos, tuple(functions), expr) for pos, (functions, expr) in converters.items()),
+            qmark_sql=qmark(sql),
+            whole_rows=field_names == tuple(f.attname for f in self.model._meta.concrete_fields),
         )
+
+
+def _qmark(sql: str) -> str:
+    """What Django's SQLite cursor makes of ``sql`` with a list of parameters: ``%s`` becomes ``?``."""
+    return FORMAT_QMARK_REGEX.sub("?", sql).replace("%%", "%")
+
+
+def _raw_sqlite(connection, statement: _Statement):
+    """The sqlite3 connection to run ``statement`` on directly, skipping Django's cursor (its wrappers, the
+    query conversion, the debug log: two thirds of a primary-key look-up); None when Django's cursor must run it
+    (another database, no connection yet, a query log or an execute wrapper is listening)."""
+    if statement.qmark_sql is None or connection.execute_wrappers or connection.queries_logged:
+        return None
+    raw = connection.connection
+    if raw is None:
+        return None
+    connection.validate_no_broken_transaction()
+    return raw
+
+
+def _instance(model: type[M], db: str, field_names: tuple[str, ...], row: Sequence) -> M:
+    """What ``model.from_db(db, field_names, row)`` makes of a row of every concrete field in order, without
+    ``Model.__init__``'s per-field ``setattr`` (no init signals listen: the caller checks)."""
+    instance = model.__new__(model)
+    state = instance._state = ModelState()
+    state.adding, state.db = False, db
+    instance.__dict__.update(zip(field_names, row, strict=True))
+    return instance
 
 
 def _params(statement: _Statement, values: tuple[Value, ...], connection) -> list:

@@ -102,6 +102,36 @@ def test_baked_rows_equal_the_orms_in_an_episode(shop):
     assert {p.status for p in baked(shop.recent.id)} == {"captured"}
 
 
+def test_in_an_episode_rows_skip_djangos_cursor_and_make_the_same_instances(shop, monkeypatch):
+    """On the episode's SQLite the baked query runs on the sqlite3 connection itself and builds instances without
+    Model.__init__: the same attributes and state as the ORM's; an execute wrapper (a statement count) still sees
+    every statement, through Django's cursor."""
+    snapshot_publish(note="baked raw")
+    ids = [shop.recent.id, shop.bulk.id]
+    with episode_world(episode_create(label="baked raw")):
+        orm = list(OrderLineItem.objects.filter(order_id__in=ids).order_by("id"))
+        episode = connections["episode"]
+        with monkeypatch.context() as patched:
+            patched.setattr(episode, "cursor", lambda *args: pytest.fail("Django's cursor ran a baked query"))
+            baked = LINES(ids)
+            assert LINES.count(ids) == len(orm)
+        assert [{k: v for k, v in vars(row).items() if k != "_state"} for row in baked] == [
+            {k: v for k, v in vars(row).items() if k != "_state"} for row in orm
+        ]
+        assert [(row._state.adding, row._state.db) for row in baked] == [(False, "episode")] * len(orm)
+        assert baked[0].order.id == baked[0].order_id  # relations load as on an ORM instance
+        seen = []
+
+        def record(execute, sql, params, many, context):
+            seen.append(sql)
+            return execute(sql, params, many, context)
+
+        with episode.execute_wrapper(record):
+            assert field_values(LINES(ids)) == field_values(orm)
+            assert LINES.count(ids) == len(orm)
+        assert len(seen) == 2
+
+
 def test_an_in_list_is_padded_so_few_forms_are_compiled(shop):
     baked = BakedQuery(Product, lambda ids: Product.objects.filter(pk__in=ids))
     products = list(Product.objects.order_by("id").values_list("id", flat=True))
