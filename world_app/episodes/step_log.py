@@ -93,6 +93,8 @@ def step_log_json(step: EpisodeStep) -> None:
 
 @cache
 def _flush_sql(*, unhurried: bool) -> str:
+    # The text arrays (the JSON of arguments, results and row images) go in binary (%b): in text form psycopg
+    # quotes every element with a regex, 0.3 ms of CPU per step of a get_order_details batch.
     episode, step = Episode._meta.db_table, EpisodeStep._meta.db_table
     unhurried_cte = "unhurried AS (SELECT set_config('synchronous_commit', 'off', true)), " if unhurried else ""
     return f"""
@@ -106,8 +108,8 @@ def _flush_sql(*, unhurried: bool) -> str:
                 created_at)
             SELECT s.id, head.id, s.seq, s.name, s.arguments::jsonb, s.result::jsonb, s.is_error, s.changes::jsonb,
                 s.duration_ms, s.created_at
-            FROM head, unnest(%(ids)s::bigint[], %(seqs)s::int[], %(names)s::text[], %(arguments)s::text[],
-                %(results)s::text[], %(errors)s::bool[], %(changes)s::text[], %(durations)s::float8[],
+            FROM head, unnest(%(ids)s::bigint[], %(seqs)s::int[], %(names)b::text[], %(arguments)b::text[],
+                %(results)b::text[], %(errors)s::bool[], %(changes)b::text[], %(durations)s::float8[],
                 %(created)s::timestamptz[])
                 AS s(id, seq, name, arguments, result, is_error, changes, duration_ms, created_at)
             RETURNING 1
