@@ -22,6 +22,7 @@ from world_app.checksum import (
     world_table_digests,
 )
 from world_app.episodes.errors import SnapshotIntegrityError, SnapshotNotPublished
+from world_app.episodes.search_index import fts5_available, search_index_build
 from world_app.episodes.world_db import (
     change_capture_sql,
     schema_fingerprint,
@@ -102,6 +103,8 @@ def _world_image_build() -> WorldImage:
             checksum = checksum_from_digests(digests)
             counts = world_counts()
         conn.execute("VACUUM")
+        if fts5_available():
+            search_index_build(conn)  # after VACUUM, which may renumber the rowids the indexes point at
         return WorldImage(
             image=conn.serialize(),
             content_checksum=checksum,

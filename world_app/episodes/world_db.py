@@ -18,6 +18,7 @@ from typing import Any
 from django.db import connections
 
 from world_app.clock import episode_now
+from world_app.episodes import search_index
 from world_app.episodes.shared_image import SharedImage, WorldConnection, image_load
 from world_app.routers import EPISODE_ALIAS, in_episode
 
@@ -71,6 +72,7 @@ def world_connection_open(image: SharedImage | None = None) -> WorldConnection:
     params["factory"] = WorldConnection
     conn = wrapper.get_new_connection(params)
     conn.isolation_level = None
+    search_index.register_functions(conn)
     if image is not None:
         image_load(conn, image)
     conn.execute(f"PRAGMA cache_size = -{PAGE_CACHE_KIB}")
@@ -87,7 +89,12 @@ def world_schema_create(conn: sqlite3.Connection) -> None:
 
 
 def schema_fingerprint(conn: sqlite3.Connection) -> str:
-    schema = conn.execute("SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY type, name")
+    """The world's schema (its tables and change capture; not the search indexes, which are not world content)."""
+    schema = conn.execute(
+        "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE ? ESCAPE '\\' "
+        "ORDER BY type, name",
+        [search_index.PREFIX.replace("_", "\\_") + "%"],
+    )
     return hashlib.sha256("\n".join(f"{kind} {name}: {sql}" for kind, name, sql in schema).encode()).hexdigest()
 
 

@@ -64,7 +64,7 @@ def search_builds(p: SearchBuildsParams) -> dict:
 
 def _builds(p: SearchBuildsParams) -> QuerySet:
     condition = (
-        text_filter(p.query, ("id", "name", "notes"))
+        text_filter(p.query, ("id", "name", "notes"), Build)
         & range_filter("created_at", p.created_after, p.created_before)
         & exact_filters(customer_id=p.customer_id, status=p.status)
     )

@@ -48,7 +48,7 @@ def search_customers(p: SearchCustomersParams) -> dict:
 
 def _customers(p: SearchCustomersParams) -> QuerySet:
     return Customer.objects.filter(
-        text_filter(p.query, ("id", "first_name", "last_name", "email", "phone", "addresses"))
+        text_filter(p.query, ("id", "first_name", "last_name", "email", "phone", "addresses"), Customer)
         & range_filter("created_at", p.created_after, p.created_before)
         & exact_filters(loyalty_tier=p.loyalty_tier, email__iexact=p.email)
     ).order_by(*CUSTOMER_SORTS[p.sort])
@@ -99,7 +99,7 @@ def search_orders(p: SearchOrdersParams) -> dict:
 
 def _orders(p: SearchOrdersParams) -> QuerySet:
     condition = (
-        text_filter(p.query, ("id", "notes", "customer__first_name", "customer__last_name", "customer__email"))
+        text_filter(p.query, ("id", "notes", "customer__first_name", "customer__last_name", "customer__email"), Order)
         & range_filter("created_at", p.created_after, p.created_before)
         & exact_filters(customer_id=p.customer_id, status=p.status, build_id=p.build_id)
         & exact_filters(total__gte=p.min_total, total__lte=p.max_total)

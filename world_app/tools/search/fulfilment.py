@@ -53,7 +53,7 @@ def search_shipments(p: SearchShipmentsParams) -> dict:
 
 def _shipments(p: SearchShipmentsParams) -> QuerySet:
     condition = (
-        text_filter(p.query, ("id", "tracking_number", "order__id"))
+        text_filter(p.query, ("id", "tracking_number", "order__id"), Shipment)
         & range_filter("shipped_at", p.shipped_after, p.shipped_before)
         & range_filter("delivered_at", p.delivered_after, p.delivered_before)
         & exact_filters(
@@ -112,7 +112,7 @@ def search_payments(p: SearchPaymentsParams) -> dict:
 
 def _payments(p: SearchPaymentsParams) -> QuerySet:
     condition = (
-        text_filter(p.query, ("id", "transaction_id", "card_last4", "order__id"))
+        text_filter(p.query, ("id", "transaction_id", "card_last4", "order__id"), Payment)
         & range_filter("created_at", p.created_after, p.created_before)
         & exact_filters(order_id=p.order_id, customer_id=p.customer_id, method=p.method, status=p.status)
         & exact_filters(amount__gte=p.min_amount, amount__lte=p.max_amount)

@@ -58,7 +58,7 @@ def search_tickets(p: SearchTicketsParams) -> dict:
 
 def _tickets(p: SearchTicketsParams) -> QuerySet:
     condition = (
-        text_filter(p.query, ("id", "subject", "body"))
+        text_filter(p.query, ("id", "subject", "body"), SupportTicket)
         & range_filter("created_at", p.created_after, p.created_before)
         & exact_filters(
             customer_id=p.customer_id,
