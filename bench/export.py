@@ -256,10 +256,10 @@ def measure_child(spec: str) -> None:
 
 
 def run_child(spec: str) -> dict:
-    env = {**os.environ, "DATABASE_URL": _bench_database_url()}
-    out = subprocess.run(
-        [sys.executable, __file__, "--measure", spec], env=env, capture_output=True, text=True, check=False
-    )
+    # The child gets the database by name: left to its DATABASE_URL it would take that server's default bench
+    # database (corecraft_bench_export) instead of the one given with --database-url.
+    command = [sys.executable, __file__, "--measure", spec, "--database-url", _bench_database_url()]
+    out = subprocess.run(command, env=os.environ, capture_output=True, text=True, check=False)
     if out.returncode:
         sys.exit(f"measuring {spec} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
