@@ -149,8 +149,12 @@ class Trajectory:
         cls, *, episode: Any, instruction: str, snapshot_version: int | None, final_answer: str
     ) -> Trajectory:
         """From an episode's logged steps (the trainer API's trajectories: every call the agent made is a step);
-        its simulated user is the one the episode was opened with."""
-        episode_log_settle(episode)  # every step the agent saw answered is in the log before it is judged
+        its simulated user is the one the episode was opened with. ``episode``: its id, or its row; a closed row
+        (what ``episode_close`` returns) is judged as it is: its log was settled before it closed and takes no
+        step after, and the row carries the simulated user (two statements less)."""
+        row = episode if isinstance(episode, Episode) and episode.status == Episode.Status.CLOSED else None
+        if row is None:
+            episode_log_settle(episode)  # every step the agent saw answered is in the log before it is judged
         steps = (
             EpisodeStep.objects.filter(episode=episode)
             .order_by("seq")
@@ -162,7 +166,9 @@ class Trajectory:
             tool_calls=list(steps),
             final_answer=final_answer,
             episode=episode,
-            simulated_user=Episode.objects.filter(pk=getattr(episode, "pk", episode))
+            simulated_user=row.simulated_user
+            if row is not None
+            else Episode.objects.filter(pk=getattr(episode, "pk", episode))
             .values_list("simulated_user", flat=True)
             .first(),
         )

@@ -35,7 +35,7 @@ from world_app.contract import agent_contract
 from world_app.credentials import Credential
 from world_app.episodes import EpisodeClosed, EpisodeNotFound, episode_close, episode_create, episode_world_free
 from world_app.episodes.owners import episodes_reachable
-from world_app.models import EpisodeStep, WorldSnapshot
+from world_app.models import Episode, EpisodeStep, WorldSnapshot
 from world_app.tools.registry import call_tool_step
 
 logger = logging.getLogger(__name__)
@@ -249,11 +249,12 @@ def judge_config_for_trainer() -> JudgeConfig | None:
     return JudgeConfig.objects.filter(is_active=True).select_related("endpoint").order_by("-created_at").first()
 
 
-def row_trajectory(*, trainer_episode: TrainerEpisode, final_answer: str) -> Trajectory:
-    """The episode's trajectory on its row: every tool call the trainer made is a logged step."""
+def row_trajectory(*, trainer_episode: TrainerEpisode, final_answer: str, episode: Episode | None = None) -> Trajectory:
+    """The episode's trajectory on its row: every tool call the trainer made is a logged step (``episode``: its
+    world episode's row when the caller holds it, e.g. as ``episode_close`` returned it)."""
     content = trainer_episode.row.content or {}
     return Trajectory.from_episode(
-        episode=trainer_episode.episode_id,
+        episode=episode if episode is not None else trainer_episode.episode_id,
         instruction=content.get("instruction", ""),
         snapshot_version=content.get("snapshot_version"),
         final_answer=final_answer,
@@ -270,7 +271,12 @@ def reward_options_make(*, episode_id: Any, rubric_dropout: float = 0.0, seed: i
 
 
 def trainer_episode_judge(
-    *, trainer_episode: TrainerEpisode, final_answer: str, client=None, options: JudgeOptions | None = None
+    *,
+    trainer_episode: TrainerEpisode,
+    final_answer: str,
+    client=None,
+    options: JudgeOptions | None = None,
+    episode: Episode | None = None,
 ) -> Judgement:
     """The judgement of the episode against the row's frozen rubric; no lock held (model calls are slow).
 
@@ -280,7 +286,7 @@ def trainer_episode_judge(
     llm = any(c.kind == CriterionKind.LLM for c in rubric)
     return trajectory_judge(
         rubric=rubric,
-        trajectory=row_trajectory(trainer_episode=trainer_episode, final_answer=final_answer),
+        trajectory=row_trajectory(trainer_episode=trainer_episode, final_answer=final_answer, episode=episode),
         judge_config=judge_config_for_trainer() if llm else None,
         client=client,
         options=options,
@@ -323,10 +329,10 @@ def trainer_episode_finish(
         return _already_finished(trainer_episode, final_answer)
     _open_episodes.drop(trainer_episode.pk)
     # The closed world stays in this process for the judge's state criteria (not rebuilt from the log for them).
-    episode_close(trainer_episode.episode_id, keep_world=True)
+    closed = episode_close(trainer_episode.episode_id, keep_world=True)
     try:
         judgement = trainer_episode_judge(
-            trainer_episode=trainer_episode, final_answer=final_answer, client=client, options=options
+            trainer_episode=trainer_episode, final_answer=final_answer, client=client, options=options, episode=closed
         )
     finally:
         episode_world_free(trainer_episode.episode_id)

@@ -522,7 +522,11 @@ def episode_close(episode: EpisodeRef, *, keep_world: bool = False) -> Episode:
     ``episode_world``) until ``episode_world_free``, instead of rebuilding it from the log for them.
     """
     episode_id = _episode_id(episode)
-    closed = Episode.objects.filter(pk=episode_id, status=Episode.Status.CLOSED).first()
+    # The look for a closed one spares building a world just to find it closed; a world this process holds
+    # needs no building, and the close itself reads the row (one statement less on a trainer's finish).
+    closed = None
+    if episode_id not in episode_cache:
+        closed = Episode.objects.filter(pk=episode_id, status=Episode.Status.CLOSED).first()
     return closed or _episode_close(episode_id, keep_world=keep_world)[0]
 
 
