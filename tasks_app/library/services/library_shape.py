@@ -62,6 +62,8 @@ TASK_JUDGEMENTS = {
     "recall-scope": "Which buyers a product notice concerns (delivered in the affected period, still covered): "
     "the search tools list orders, they do not decide who is affected.",
     "lateness": "Whether a delivery was late against what was promised, counted in business days: no tool counts them.",
+    "refund-approval": "A refund over $500.00 is not the agent's to give: it goes, with the evidence, to the team lead "
+    "of whoever holds the ticket, who approves it (the refund tool would only leave it pending).",
     "warranty-exception": "A warranty claim made after expiry is refused unless it came within the team lead's "
     "exception range (30 days past expiry), which the agent must spot and route as a policy exception: the claim "
     "tool only records it as denied.",
