@@ -67,6 +67,9 @@ TASK_JUDGEMENTS = {
     "warranty-exception": "A warranty claim made after expiry is refused unless it came within the team lead's "
     "exception range (30 days past expiry), which the agent must spot and route as a policy exception: the claim "
     "tool only records it as denied.",
+    "compatibility-fix": "Which builds break a compatibility rule and which part replaces the one at fault (the "
+    "cheapest active, in-stock part that clears the rule without a new flag): the validator names a violation, it "
+    "neither finds the builds nor chooses the fix.",
 }
 DATE_TAGS = frozenset({
     "time-window", "dates", "before-after", "business-days", "return-window", "date-relation", "expired",
