@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from django.core.exceptions import EmptyResultSet, ImproperlyConfigured
-from django.db import connections, router
+from django.db import DatabaseError, connections, router
 from django.db.backends.sqlite3.base import FORMAT_QMARK_REGEX
 from django.db.models import Model, QuerySet, signals
 from django.db.models.base import ModelState
@@ -237,3 +237,61 @@ def _params(statement: _Statement, values: tuple[Value, ...], connection) -> lis
         # What PatternLookup.process_rhs makes of a contains value, on every backend.
         params.append(f"%{connection.ops.prep_for_like_query(value)}%" if like else value)
     return params
+
+
+@dataclass(frozen=True)
+class _Update:
+    sql: str
+    fields: tuple  # the model fields SET, in order
+
+
+_UPDATES: dict[tuple[type[Model], tuple[str, ...]], _Update | None] = {}
+
+
+def save_fields(instance: Model, update_fields: Sequence[str]) -> None:
+    """``instance.save(update_fields=update_fields)``, with its UPDATE made once per model and field list on the
+    episode's SQLite (Django compiles it on every save: most of a write tool's status change).
+
+    The same statement and values as the ORM's: each value through its field's ``get_db_prep_save``, the row
+    by its primary key, an error when no row was updated. Anywhere else (Postgres, an execute wrapper or query
+    log listening, save signals, a field that sets itself on save) it is the ORM's save.
+    """
+    model = type(instance)
+    db = router.db_for_write(model, instance=instance)
+    connection = connections[db]
+    key = (model, tuple(update_fields))
+    if key not in _UPDATES:
+        _UPDATES[key] = _update_bake(model, key[1])
+    update = _UPDATES[key]
+    raw = connection.connection
+    if (
+        update is None
+        or connection.vendor != "sqlite"
+        or raw is None
+        or connection.execute_wrappers
+        or connection.queries_logged
+        or signals.pre_save.has_listeners(model)
+        or signals.post_save.has_listeners(model)
+    ):
+        instance.save(update_fields=update_fields)
+        return
+    instance._prepare_related_fields_for_save(operation_name="save", fields=update.fields)
+    params = [field.get_db_prep_save(getattr(instance, field.attname), connection) for field in update.fields]
+    params.append(model._meta.pk.get_db_prep_value(instance.pk, connection))
+    connection.validate_no_broken_transaction()
+    with connection.wrap_database_errors:
+        updated = raw.execute(update.sql, params).rowcount
+    if not updated:
+        raise DatabaseError("Save with update_fields did not affect any rows.")
+    instance._state.adding, instance._state.db = False, db
+
+
+def _update_bake(model: type[Model], names: tuple[str, ...]) -> _Update | None:
+    fields = tuple(model._meta.get_field(name) for name in names)
+    if not fields or any(
+        not field.concrete or field.primary_key or getattr(field, "auto_now", False) for field in fields
+    ):
+        return None  # the ORM's save says what is wrong, or sets the field itself
+    table, pk = model._meta.db_table, model._meta.pk.column
+    assignments = ", ".join(f'"{field.column}" = ?' for field in fields)
+    return _Update(sql=f'UPDATE "{table}" SET {assignments} WHERE "{pk}" = ?', fields=fields)  # noqa: S608

@@ -9,6 +9,7 @@ from pydantic import Field, model_validator
 from world_app import clock
 from world_app.models import Build, BuildComponent, Customer, Product
 from world_app.store_rules import BUILD_EDITABLE_STATUSES
+from world_app.tools.baked import save_fields
 from world_app.tools.compute import (
     ACTIVE_RULES,
     BUILD_COMPONENTS,
@@ -155,5 +156,5 @@ def update_build(p: UpdateBuildParams) -> dict:
         if value is not None:
             setattr(build, name, value)
     build.updated_at = clock.world_now()
-    build.save(update_fields=["name", "notes", "status", "updated_at"])
+    save_fields(build, ["name", "notes", "status", "updated_at"])
     return _answer(build, components)

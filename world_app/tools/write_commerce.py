@@ -33,6 +33,7 @@ from world_app.store_rules import (
     REFUNDABLE_PAYMENT_STATUSES,
     SHIPPED_SHIPMENT_STATUSES,
 )
+from world_app.tools.baked import save_fields
 from world_app.tools.coverage import delivered_at, return_window
 from world_app.tools.ids import new_id
 from world_app.tools.ledger import ORDER_PAYMENTS, ORDER_SHIPMENTS, ZERO, OrderLedger, order_ledger
@@ -172,7 +173,7 @@ def create_refund(p: CreateRefundParams) -> dict:
         else PaymentStatus.PARTIALLY_REFUNDED
     )
     payment.updated_at = now
-    payment.save(update_fields=["status", "updated_at"])
+    save_fields(payment, ["status", "updated_at"])
     previous_status = order.status
     next_steps: list[str] = []
     if amount <= overpaid_before and not priced:
@@ -186,7 +187,7 @@ def create_refund(p: CreateRefundParams) -> dict:
         if target in ORDER_TRANSITIONS.get(order.status, frozenset()):
             order.status = target
             order.updated_at = now
-            order.save(update_fields=["status", "updated_at"])
+            save_fields(order, ["status", "updated_at"])
         elif order.status != target:
             next_steps.append(
                 f"order {order.id} stays {order.status}: the order status machine has no {order.status} -> {target}"
@@ -416,7 +417,7 @@ def update_order_status(p: UpdateOrderStatusParams) -> dict:
             if pay.status in {PaymentStatus.PENDING, PaymentStatus.AUTHORIZED}:
                 pay.status = PaymentStatus.VOIDED
                 pay.updated_at = now
-                pay.save(update_fields=["status", "updated_at"])
+                save_fields(pay, ["status", "updated_at"])
                 voided.append(pay.id)
             elif pay.status in {PaymentStatus.CAPTURED, PaymentStatus.COMPLETED}:
                 next_steps.append(f"payment {pay.id} (${money(pay.amount)}) was captured: refund it with create_refund")
@@ -440,7 +441,7 @@ def update_order_status(p: UpdateOrderStatusParams) -> dict:
     if p.reason:
         note += f": {p.reason}"
     order.notes = f"{order.notes}\n{note}" if order.notes else note
-    order.save(update_fields=["status", "updated_at", "notes"])
+    save_fields(order, ["status", "updated_at", "notes"])
     return {
         "order": order_summary(order),
         "previous_status": current,

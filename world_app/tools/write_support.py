@@ -31,7 +31,7 @@ from world_app.store_rules import (
     WARRANTY_REFUND_LIFECYCLES,
     WARRANTY_REMEDIES,
 )
-from world_app.tools.baked import BakedQuery
+from world_app.tools.baked import BakedQuery, save_fields
 from world_app.tools.coverage import delivered_at, warranty_claim_day, warranty_coverage
 from world_app.tools.ids import new_id
 from world_app.tools.ledger import ORDER_SHIPMENTS, refunded_quantities
@@ -239,7 +239,7 @@ def create_escalation(p: CreateEscalationParams) -> dict:
     if ticket.status != TicketStatus.ESCALATED:
         ticket.status = TicketStatus.ESCALATED
         ticket.updated_at = now
-        ticket.save(update_fields=["status", "updated_at"])
+        save_fields(ticket, ["status", "updated_at"])
     return {
         "escalation": escalation_record(escalation),
         "ticket": ticket_record(ticket),
@@ -422,5 +422,5 @@ def update_ticket_status(p: UpdateTicketStatusParams) -> dict:
         ticket.closure_reason = ""
     if p.status == TicketStatus.CLOSED and p.closure_reason:
         ticket.closure_reason = p.closure_reason
-    ticket.save(update_fields=["status", "updated_at", "resolved_at", "closure_reason", "assignee"])
+    save_fields(ticket, ["status", "updated_at", "resolved_at", "closure_reason", "assignee"])
     return {"ticket": ticket_record(ticket), "previous_status": current}

@@ -179,3 +179,39 @@ def test_baked_searches_answer_what_the_orm_answers(shop):
     snapshot_publish(note="baked searches")
     with episode_world(episode_create(label="baked searches")):
         search_answers()
+
+
+def test_save_fields_in_an_episode_writes_what_the_orms_save_writes(shop, monkeypatch):
+    """The baked UPDATE stores the same values as ``save(update_fields=...)`` (the row images the log keeps
+    included), refuses a row that is gone, and leaves Postgres to the ORM."""
+    from django.db import DatabaseError
+
+    from world_app.episodes import episode_step
+    from world_app.models import SupportTicket
+    from world_app.tools.baked import save_fields
+
+    snapshot_publish(note="baked save")
+    ticket_id = SupportTicket.objects.order_by("id").values_list("id", flat=True).first()
+    changes = []
+    for saver in (lambda t, f: t.save(update_fields=f), save_fields):
+        episode = episode_create(label="baked save")
+
+        def change(saver=saver):
+            ticket = SupportTicket.objects.get(pk=ticket_id)
+            ticket.status, ticket.assignee_id = "pending", shop.lead.id
+            saver(ticket, ["status", "updated_at", "assignee"])
+            return {}
+
+        changes.append(episode_step(episode=episode, name="save", arguments={}, fn=change).changes)
+    assert changes[0] == changes[1] and changes[0][0]["row"]["status"] == "pending"
+    with episode_world(episode_create(label="baked save gone")):
+        gone = SupportTicket.objects.get(pk=ticket_id)
+        SupportTicket.objects.filter(pk=ticket_id).delete()
+        with monkeypatch.context() as patched:
+            patched.setattr(connections["episode"], "cursor", lambda *a: pytest.fail("the ORM's save ran"))
+            with pytest.raises(DatabaseError, match="did not affect any rows"):
+                save_fields(gone, ["status"])
+    live = SupportTicket.objects.get(pk=ticket_id)
+    live.status = "pending"
+    save_fields(live, ["status"])  # Postgres: the ORM's save
+    assert SupportTicket.objects.get(pk=ticket_id).status == "pending"
