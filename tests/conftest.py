@@ -25,6 +25,18 @@ def pytest_collection_modifyitems(items):
     items.sort(key=rank)  # stable: files keep their order within a rank
 
 
+@pytest.fixture(scope="session")
+def _world_image_root(tmp_path_factory):
+    return tmp_path_factory.mktemp("world-images")
+
+
+@pytest.fixture(autouse=True)
+def _world_image_dir(_world_image_root, monkeypatch):
+    """Each test shares snapshot image files (world_app/episodes/shared_image.py) in a directory of its own, with
+    the processes it starts, never with another test or run (a file is trusted by its image's SHA-256)."""
+    monkeypatch.setenv("WORLD_IMAGE_DIR", str(_world_image_root / uuid.uuid4().hex))
+
+
 @pytest.fixture(autouse=True)
 def _world_clock(settings):
     """Every test sees the port's fixed world clock, whatever the environment says; and counts its failed logins

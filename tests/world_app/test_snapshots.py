@@ -18,7 +18,7 @@ from world_app.episodes import (
     episode_state_from_log,
     episode_step,
 )
-from world_app.episodes.images import snapshot_image
+from world_app.episodes.images import snapshot_image, snapshot_images_clear
 from world_app.episodes.shared_image import in_place_loading
 from world_app.models import WORLD_MODELS, Customer, Order, WorldSnapshot
 from world_app.snapshots import snapshot_latest, snapshot_publish
@@ -100,6 +100,31 @@ def test_image_loads_in_any_process_and_its_content_matches_the_recorded_checksu
     assert hashlib.sha256(loaded.image.read()).hexdigest() == snapshot.image_sha256
     # On CPython + Linux every episode maps this one image copy-on-write instead of copying it.
     assert in_place_loading()
+
+
+def test_the_image_file_is_shared_by_every_process_of_the_machine(monkeypatch, tmp_path):
+    monkeypatch.setenv("WORLD_IMAGE_DIR", str(tmp_path))
+    small_world()
+    snapshot = snapshot_publish(note="v1")
+    first = snapshot_image(snapshot.pk)
+    assert first.image.path == tmp_path / f"{snapshot.image_sha256}.sqlite"
+    snapshot_images_clear()  # as a new process
+    # The next process opens the file another wrote: the stored image is not even read.
+    WorldSnapshot.objects.filter(pk=snapshot.pk).update(image=b"")
+    again = snapshot_image(snapshot.pk)
+    assert again.image.path == first.image.path
+    assert hashlib.sha256(again.image.read()).hexdigest() == snapshot.image_sha256
+    episode = episode_create(snapshot=snapshot, label="shared file")
+    assert episode_state_from_log(episode)["state_checksum"] == snapshot.content_checksum
+
+
+def test_without_a_shared_directory_each_process_keeps_its_own_copy(monkeypatch):
+    monkeypatch.setenv("WORLD_IMAGE_DIR", "")
+    small_world()
+    snapshot = snapshot_publish(note="v1")
+    loaded = snapshot_image(snapshot.pk)
+    assert loaded.image.path is None
+    assert hashlib.sha256(loaded.image.read()).hexdigest() == snapshot.image_sha256
 
 
 def test_a_snapshot_of_other_world_models_is_refused():

@@ -13,7 +13,7 @@ from datetime import datetime
 from django.db import DEFAULT_DB_ALIAS
 
 from world_app.episodes.errors import SnapshotIntegrityError
-from world_app.episodes.shared_image import SharedImage
+from world_app.episodes.shared_image import SharedImage, shared_image_open, shared_image_write
 from world_app.episodes.world_db import current_schema_fingerprint
 from world_app.models import WorldSnapshot
 
@@ -44,24 +44,36 @@ def snapshot_image(snapshot_id: int) -> SnapshotImage:
         if found is not None:
             _images.move_to_end(snapshot_id)
             return found
-    version, compressed, sha256, fingerprint, now, checksum, stored_digests = (
+    version, sha256, size, fingerprint, now, checksum, stored_digests = (
         WorldSnapshot.objects.using(DEFAULT_DB_ALIAS)
         .values_list(
-            "version", "image", "image_sha256", "schema_fingerprint", "world_now", "content_checksum", "table_digests"
+            "version",
+            "image_sha256",
+            "image_bytes",
+            "schema_fingerprint",
+            "world_now",
+            "content_checksum",
+            "table_digests",
         )
         .get(pk=snapshot_id)
     )
-    image = zlib.decompress(bytes(compressed))
-    if hashlib.sha256(image).hexdigest() != sha256:
-        raise SnapshotIntegrityError(f"world v{version}: the stored image does not match its sha256")
     if fingerprint != current_schema_fingerprint():
         raise SnapshotIntegrityError(
             f"world v{version} was published with other world models than this code's: publish a new snapshot"
         )
+    # Another process of this machine may hold the image already, decompressed and checked: open its file.
+    shared = shared_image_open(sha256, size)
+    if shared is None:
+        compressed = WorldSnapshot.objects.using(DEFAULT_DB_ALIAS).values_list("image", flat=True).get(pk=snapshot_id)
+        image = zlib.decompress(bytes(compressed))
+        if hashlib.sha256(image).hexdigest() != sha256:
+            raise SnapshotIntegrityError(f"world v{version}: the stored image does not match its sha256")
+        shared = shared_image_write(sha256, image)
+        del image, compressed
     loaded = SnapshotImage(
         snapshot_id=snapshot_id,
         version=version,
-        image=SharedImage(image),
+        image=shared,
         world_now=now,
         content_checksum=checksum,
         table_digests=_digests_checked(stored_digests, checksum=checksum, version=version),

@@ -12,6 +12,7 @@ episode falls back to ``deserialize`` (a private copy: same behaviour, more memo
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import logging
 import mmap
@@ -19,6 +20,7 @@ import os
 import sqlite3
 import tempfile
 from functools import cache
+from pathlib import Path
 
 logger = logging.getLogger(__name__)
 
@@ -27,11 +29,27 @@ GROWTH_BYTES = 32 * 2**20
 
 
 class SharedImage:
-    """One snapshot image held once per process, in a memory file each episode maps copy-on-write."""
+    """One snapshot image, in a memory file each episode maps copy-on-write.
 
-    def __init__(self, image: bytes) -> None:
+    With a shared directory (``shared_image_dir``), the file is one per image for every process of the machine
+    (named by the image's SHA-256, written once, then only read), so N worker processes hold one copy of the
+    world and a process loads it by opening the file; without one, a private memory file per process.
+    """
+
+    def __init__(self, image: bytes | None = None, *, path: Path | None = None, size: int = 0) -> None:
+        if image is None:
+            # An image file of ``size`` bytes another process (or this one) wrote and checked: opened read-only.
+            self._file = path.open("rb")
+            self.capacity = os.fstat(self._file.fileno()).st_size
+            self.size = size
+            self.path = path
+            if not 0 < size <= self.capacity:
+                self._file.close()
+                raise OSError(f"{path} holds no image of {size} bytes")
+            return
         self.size = len(image)
         self.capacity = self.size + GROWTH_BYTES
+        self.path = None
         if hasattr(os, "memfd_create"):
             self._file = os.fdopen(os.memfd_create("corecraft-world", os.MFD_CLOEXEC), "w+b")
         else:
@@ -53,11 +71,82 @@ class SharedImage:
             self._file.close()
 
 
+# Image files kept in the shared directory (the most recently used); each costs its image's size in memory.
+SHARED_IMAGES_KEPT = 4
+
+
+def shared_image_dir() -> Path | None:
+    """Where image files shared by every process live (``WORLD_IMAGE_DIR``; default: a directory in /dev/shm,
+    memory), or None where there is none (then each process keeps a private copy)."""
+    configured = os.environ.get("WORLD_IMAGE_DIR")
+    if configured == "":
+        return None
+    if configured:
+        return Path(configured)
+    shm = Path("/dev/shm")  # noqa: S108 (a directory of this application's own, made private below)
+    return shm / f"corecraft-images-{os.getuid()}" if shm.is_dir() else None
+
+
+def shared_image_open(sha256: str, size: int) -> SharedImage | None:
+    """The shared file of the image with this SHA-256 (``size`` bytes), when a process wrote it already."""
+    folder = shared_image_dir()
+    if folder is None:
+        return None
+    path = folder / f"{sha256}.sqlite"
+    try:
+        found = SharedImage(path=path, size=size)
+    except OSError:
+        return None
+    with contextlib.suppress(OSError):
+        os.utime(path)  # most recently used: the last to be removed
+    return found
+
+
+def shared_image_write(sha256: str, image: bytes) -> SharedImage:
+    """Share ``image`` (checked against ``sha256`` by the caller) with every process, or keep it private when
+    there is no shared directory or it is full."""
+    folder = shared_image_dir()
+    if folder is None:
+        return SharedImage(image)
+    path = folder / f"{sha256}.sqlite"
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".writing-") as out:
+            out.write(image)
+            out.truncate(len(image) + GROWTH_BYTES)
+            out.flush()
+            # Whole or absent: a reader never sees a part. A process that wrote the same image first keeps
+            # its file, which this one then opens (one inode, one copy in memory).
+            with contextlib.suppress(FileExistsError):
+                os.link(out.name, path)
+    except OSError as exc:
+        logger.warning("world image kept private to this process (%s)", exc)
+        return SharedImage(image)
+    _shared_images_trim(folder)
+    try:
+        return SharedImage(path=path, size=len(image))
+    except OSError:  # removed meanwhile by another process's trim
+        return SharedImage(image)
+
+
+def _shared_images_trim(folder: Path) -> None:
+    """Remove all but the most recently used image files (a process mapping one keeps it until it unmaps)."""
+    try:
+        files = sorted(folder.glob("*.sqlite"), key=lambda p: p.stat().st_mtime, reverse=True)
+    except OSError:
+        return
+    for old in files[SHARED_IMAGES_KEPT:]:
+        with contextlib.suppress(OSError):
+            old.unlink()
+
+
 class WorldConnection(sqlite3.Connection):
     """A SQLite connection that may run on a mapped image, and unmaps it only after SQLite let go of it."""
 
     _mapping: mmap.mmap | None = None
     _pinned: ctypes.Array | None = None
+    # Whether this world holds the search indexes (search_index.py), once asked.
+    searchable: bool | None = None
 
     def close(self) -> None:
         try:
