@@ -2,8 +2,9 @@
 
 Run by hand: ``.venv/bin/python bench/search.py [--scale 100] [--database-url postgres://...]``.
 Uses the database named by DATABASE_URL (or ``--database-url``); its world must be seeded already (seed it with
-``manage.py seed_world --seed 7 --scale 100`` on an empty database: minutes). Publishes a snapshot when none
-matches the live world (a publish builds the search indexes into the image), then:
+``manage.py seed_world --seed 7 --scale 100`` on an empty database: minutes) and published (a publish builds the
+search indexes into the image). Measures the latest snapshot (``--publish``: publish the live world first when
+it differs from it; at scale 100 the comparison alone takes minutes), then:
 
 - every search tool, in process on one episode's world (``invoke_tool``: validation, the query, the records;
   no step log), with text queries taken from the world (names, emails, notes, subjects, ids, tracking numbers:
@@ -12,15 +13,21 @@ matches the live world (a publish builds the search indexes into the image), the
   with them switched off for the connection (the scan every search did before: the peer in the same run);
   both must answer the same, byte for byte, or the bench says so;
 - in a fresh process: the cold load of the snapshot's image and the first close of an episode (its checksum
-  needs the snapshot's per-table digests, stored with it at publish).
+  needs the snapshot's per-table digests, stored with it at publish);
+- memory: ``--workers`` fresh processes at once (4), each serving ``--episodes`` open episodes (100) that took
+  a search and a write: each process's PSS above its own baseline (after Django's setup), all of them alive.
+  Image files shared between processes (``WORLD_IMAGE_DIR``, a directory in /dev/shm by default) count once
+  for all of them; ``WORLD_IMAGE_DIR=`` gives each process its own copy (the peer, measured in the same run).
 
 It prints a table, then last a one-line JSON object with every figure.
-Bars (issue 18, scale 100): every search p50 <= 5 ms; the first close in a fresh process <= 0.5 s.
+Bars (issue 18, scale 100): every search p50 <= 5 ms; the first close in a fresh process <= 0.5 s; PSS of each
+of 4 workers serving 100 open episodes <= 150 MB above its baseline.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -39,6 +46,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "corecraft_site.settings")
 LABEL = "bench/search.py"
 BAR_SEARCH_P50_MS = 5.0
 BAR_FIRST_CLOSE_S = 0.5
+BAR_WORKER_PSS_MB = 150
 
 
 def parse_args() -> argparse.Namespace:
@@ -46,7 +54,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--scale", type=float, default=1.0, help="The scale the world was seeded at (reported).")
     parser.add_argument("--database-url", help="Use this database instead of DATABASE_URL.")
     parser.add_argument("--calls", type=int, default=40, help="Timed calls per search and kind of query.")
-    parser.add_argument("--fresh-process", choices=["close"], help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--publish", action="store_true", help="Publish the live world first when it differs from the latest."
+    )
+    parser.add_argument("--workers", type=int, default=4, help="Worker processes for the memory figure (0: skip).")
+    parser.add_argument("--episodes", type=int, default=100, help="Open episodes per worker process.")
+    parser.add_argument("--fresh-process", choices=["close", "serve"], help=argparse.SUPPRESS)
     parser.add_argument("--snapshot", type=int, help=argparse.SUPPRESS)
     return parser.parse_args()
 
@@ -213,14 +226,73 @@ def fresh_close(snapshot_id: int) -> dict:
     }
 
 
+def serve_episodes(snapshot_id: int, count: int) -> None:
+    """In this (fresh) process: ``count`` open episodes, each after a search and a write; then wait for the
+    parent to read this process's memory (it says when on stdin)."""
+    import psutil
+
+    from world_app.episodes import episode_step
+    from world_app.tools import call_tool
+
+    base = psutil.Process().memory_full_info().pss
+    snapshot = WorldSnapshot.objects.defer("image").get(pk=snapshot_id)
+    customers = list(Customer.objects.order_by("id").values_list("id", flat=True)[:count])
+
+    def touch(customer_id: str):
+        return lambda: {"updated": Customer.objects.filter(pk=customer_id).update(notes="bench/search.py")}
+
+    for i in range(count):
+        episode = episode_create(snapshot=snapshot, label=LABEL)
+        call_tool(episode, "search_customers", {"query": "smith"})
+        episode_step(episode=episode, name="touch", arguments={}, fn=touch(customers[i % len(customers)]))
+    print(json.dumps({"pid": os.getpid(), "base_pss": base, "hot": len(episode_cache)}), flush=True)
+    sys.stdin.readline()
+
+
+def bench_memory(snapshot, workers: int, episodes: int, *, shared: bool) -> list[float]:
+    """PSS growth (MB) of each of ``workers`` processes serving ``episodes`` episodes, all alive at once."""
+    import psutil
+
+    env = dict(os.environ)
+    if not shared:
+        env["WORLD_IMAGE_DIR"] = ""
+    command = [sys.executable, __file__, "--fresh-process", "serve", "--snapshot", str(snapshot.pk)]
+    children = [
+        subprocess.Popen(
+            [*command, "--episodes", str(episodes)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for _ in range(workers)
+    ]
+    try:
+        ready = [json.loads(child.stdout.readline()) for child in children]
+        growth = [(psutil.Process(r["pid"]).memory_full_info().pss - r["base_pss"]) / 1e6 for r in ready]
+    finally:
+        for child in children:
+            with contextlib.suppress(OSError):
+                child.stdin.write("\n")
+                child.stdin.flush()
+            child.wait(timeout=120)
+    return [round(g, 1) for g in growth]
+
+
 def main() -> None:
     settings.DEBUG = False
     if ARGS.fresh_process == "close":
         print(json.dumps(fresh_close(ARGS.snapshot)))
         return
-    from world_app.snapshots import snapshot_publish
+    if ARGS.fresh_process == "serve":
+        serve_episodes(ARGS.snapshot, ARGS.episodes)
+        return
+    from world_app.snapshots import snapshot_latest, snapshot_publish
 
-    snapshot = snapshot_publish(note=f"{LABEL} (scale {ARGS.scale:g})", if_changed=True)
+    if ARGS.publish or not WorldSnapshot.objects.exists():
+        snapshot = snapshot_publish(note=f"{LABEL} (scale {ARGS.scale:g})", if_changed=True)
+    else:
+        snapshot = snapshot_latest()
     entities = sum(snapshot.entity_counts.values())
     try:
         figures, mismatches, indexed_world = bench_searches(snapshot, ARGS.calls)
@@ -232,6 +304,10 @@ def main() -> None:
             env=os.environ,
         )
         fresh = json.loads(child.stdout.strip().splitlines()[-1])
+        memory = {}
+        if ARGS.workers:
+            memory["worker_pss_growth_mb"] = bench_memory(snapshot, ARGS.workers, ARGS.episodes, shared=True)
+            memory["worker_pss_growth_private_mb"] = bench_memory(snapshot, ARGS.workers, ARGS.episodes, shared=False)
     finally:
         ids = list(Episode.objects.filter(label=LABEL).values_list("id", flat=True))
         Episode.objects.filter(pk__in=ids).delete()
@@ -256,6 +332,12 @@ def main() -> None:
         f"fresh process: cold image load {fresh['cold_image_load_s']:.3f} s, "
         f"first close {fresh['first_close_s']:.3f} s (bar <= {BAR_FIRST_CLOSE_S} s)"
     )
+    if memory:
+        print(
+            f"PSS above baseline of {ARGS.workers} workers x {ARGS.episodes} open episodes: "
+            f"{memory['worker_pss_growth_mb']} MB with the shared image file, "
+            f"{memory['worker_pss_growth_private_mb']} MB with a copy per process (bar <= {BAR_WORKER_PSS_MB} MB each)"
+        )
     print(
         json.dumps(
             {
@@ -270,6 +352,7 @@ def main() -> None:
                 "slowest_search_p50_ms": worst[1]["p50_ms"],
                 "mismatches": mismatches,
                 **fresh,
+                **memory,
             }
         )
     )
