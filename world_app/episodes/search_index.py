@@ -57,6 +57,16 @@ def candidates_sql(table: str, pk: str = "id") -> str:
     )
 
 
+def rowid_candidates_sql(table: str) -> str:
+    """A condition on ``table`` itself: its row may hold a word (one ``%s`` parameter: the word); one rowid
+    look-up per candidate where ``candidates_sql`` takes two."""
+    index = index_table(table)
+    return (
+        f'"{table}".rowid IN '  # noqa: S608 (identifiers from SEARCH_COLUMNS)
+        f'(SELECT rowid FROM "{index}" WHERE "{index}" MATCH {QUERY_FUNCTION}(%s))'
+    )
+
+
 def register_functions(conn: sqlite3.Connection) -> None:
     conn.create_function(QUERY_FUNCTION, 1, trigram_query, deterministic=True)
 

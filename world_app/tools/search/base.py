@@ -18,10 +18,16 @@ from functools import cache
 
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connections
-from django.db.models import Model, Q, QuerySet
+from django.db.models import BooleanField, Model, Q, QuerySet
 from django.db.models.expressions import RawSQL
 
-from world_app.episodes.search_index import MIN_INDEXED_CHARS, SEARCH_COLUMNS, candidates_sql, world_searchable
+from world_app.episodes.search_index import (
+    MIN_INDEXED_CHARS,
+    SEARCH_COLUMNS,
+    candidates_sql,
+    rowid_candidates_sql,
+    world_searchable,
+)
 from world_app.routers import EPISODE_ALIAS, in_episode
 from world_app.tools.baked import BakedQuery
 from world_app.tools.params import PageParams
@@ -72,10 +78,11 @@ def world_has_search_index() -> bool:
 
 
 @cache
-def _index_plan(model: type[Model], fields: tuple[str, ...]) -> tuple[tuple[str, str, str], ...] | None:
-    """Where each field's words are indexed: (the queryset's column compared, indexed table, its key column)
-    per table, or None when a field is in no index (the word is then matched by scanning alone)."""
-    plan: dict[tuple[str, str, str], None] = {}
+def _index_plan(model: type[Model], fields: tuple[str, ...]) -> tuple[tuple[str, str, str | None], ...] | None:
+    """Where each field's words are indexed: (the queryset's column compared, indexed table, its key column;
+    None for the queryset's own table, narrowed by rowid) per table, or None when a field is in no index (the
+    word is then matched by scanning alone)."""
+    plan: dict[tuple[str, str, str | None], None] = {}
     for name in fields:
         parts = name.split("__")
         field = model._meta.get_field(parts[0])
@@ -90,15 +97,21 @@ def _index_plan(model: type[Model], fields: tuple[str, ...]) -> tuple[tuple[str,
             return None
         if column not in SEARCH_COLUMNS.get(table, ()):
             return None
-        plan[(via[0], table, via[1])] = None
+        own = table == model._meta.db_table
+        plan[(via[0], table, None if own else via[1])] = None
     return tuple(plan)
 
 
-def _narrowed(plan: tuple[tuple[str, str, str], ...], word: str) -> Q:
+def _narrowed(plan: tuple[tuple[str, str, str | None], ...], word: str) -> Q:
     """The rows the indexes name for ``word``: a superset of those holding it in one of the planned fields."""
     narrowed = Q()
     for attname, table, key in plan:
-        narrowed |= Q(**{f"{attname}__in": RawSQL(candidates_sql(table, key), [word])})  # noqa: S611
+        if key is None:
+            # The queryset's own table (its alias is its name: searches join nothing to themselves).
+            candidates = RawSQL(rowid_candidates_sql(table), [word], output_field=BooleanField())  # noqa: S611
+            narrowed |= Q(candidates)
+        else:
+            narrowed |= Q(**{f"{attname}__in": RawSQL(candidates_sql(table, key), [word])})  # noqa: S611
     return narrowed
 
 
