@@ -53,7 +53,8 @@ _CHILD_OF = {
 
 # Judgements the tools do not make: the rulebook's agent-held rules (added at run time) and these.
 TASK_JUDGEMENTS = {
-    "duplicate-charge": "Which of two identical completed payments on one order is the extra one (the later): no tool flags a double charge, the agent compares the order's payments.",
+    "duplicate-charge": "Which of two identical completed payments on one order is the extra one (the later): no "
+    "tool flags a double charge, the agent compares the order's payments.",
     "record-over-claim": "When a customer's account of an order conflicts with the record (what was bought, when "
     "it arrived, what was refunded), the record decides what the customer is owed, and the reply says so.",
     "return-exception": "A return past the window is refused unless it is within the team lead's exception range, "
