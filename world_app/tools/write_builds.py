@@ -9,7 +9,7 @@ from pydantic import Field, model_validator
 from world_app import clock
 from world_app.models import Build, BuildComponent, Customer, Product
 from world_app.store_rules import BUILD_EDITABLE_STATUSES
-from world_app.tools.baked import save_fields
+from world_app.tools.baked import create_row, save_fields
 from world_app.tools.compute import (
     ACTIVE_RULES,
     BUILD_COMPONENTS,
@@ -71,7 +71,8 @@ def create_build(p: CreateBuildParams) -> dict:
     customer = fetch(Customer, p.customer_id, field="customer_id")
     parts = resolve_parts(p.parts, field="parts")
     now = clock.world_now()
-    build = Build.objects.create(
+    build = create_row(
+        Build,
         id=new_ids(Build)[0],
         customer=customer,
         name=p.name,

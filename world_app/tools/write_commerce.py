@@ -33,7 +33,7 @@ from world_app.store_rules import (
     REFUNDABLE_PAYMENT_STATUSES,
     SHIPPED_SHIPMENT_STATUSES,
 )
-from world_app.tools.baked import save_fields
+from world_app.tools.baked import create_row, save_fields
 from world_app.tools.coverage import delivered_at, return_window
 from world_app.tools.ids import new_id
 from world_app.tools.ledger import ORDER_PAYMENTS, ORDER_SHIPMENTS, ZERO, OrderLedger, order_ledger
@@ -152,7 +152,8 @@ def create_refund(p: CreateRefundParams) -> dict:
     approved = not needs_approval and (p.reason in REFUND_APPROVED_AT_ONCE_REASONS or not returns_goods)
     fee = sum((r.restocking_fee for r in priced), ZERO)
     overpaid_before = ledger.overpaid
-    refund = Refund.objects.create(
+    refund = create_row(
+        Refund,
         id=new_id(Refund),
         payment=payment,
         amount=amount,

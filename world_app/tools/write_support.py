@@ -31,7 +31,7 @@ from world_app.store_rules import (
     WARRANTY_REFUND_LIFECYCLES,
     WARRANTY_REMEDIES,
 )
-from world_app.tools.baked import BakedQuery, save_fields
+from world_app.tools.baked import BakedQuery, create_row, save_fields
 from world_app.tools.coverage import delivered_at, warranty_claim_day, warranty_coverage
 from world_app.tools.ids import new_id
 from world_app.tools.ledger import ORDER_SHIPMENTS, refunded_quantities
@@ -139,7 +139,8 @@ def create_resolution(p: CreateResolutionParams) -> dict:
                 field="refund_id",
             )
     now = clock.world_now()
-    resolution = Resolution.objects.create(
+    resolution = create_row(
+        Resolution,
         id=new_id(Resolution),
         ticket=ticket,
         outcome=p.outcome,
@@ -223,7 +224,8 @@ def create_escalation(p: CreateEscalationParams) -> dict:
                 field="assigned_to",
             )
     now = clock.world_now()
-    escalation = Escalation.objects.create(
+    escalation = create_row(
+        Escalation,
         id=new_id(Escalation),
         ticket=ticket,
         escalation_type=p.escalation_type,
@@ -330,7 +332,8 @@ def create_warranty_claim(p: CreateWarrantyClaimParams) -> dict:
         status = WarrantyClaimStatus.APPROVED
         reason = f"manufacturing defect within warranty: claim made {basis}; {coverage.explain()}"
     now = clock.world_now()
-    claim = WarrantyClaim.objects.create(
+    claim = create_row(
+        WarrantyClaim,
         id=new_id(WarrantyClaim),
         line_item=line,
         product=line.product,

@@ -215,3 +215,37 @@ def test_save_fields_in_an_episode_writes_what_the_orms_save_writes(shop, monkey
     live.status = "pending"
     save_fields(live, ["status"])  # Postgres: the ORM's save
     assert SupportTicket.objects.get(pk=ticket_id).status == "pending"
+
+
+def test_create_row_in_an_episode_inserts_what_the_orms_create_inserts(shop):
+    from world_app.episodes import episode_step
+    from world_app.models import Resolution, SupportTicket
+    from world_app.tools.baked import create_row
+
+    snapshot_publish(note="baked insert")
+    ticket_id = SupportTicket.objects.order_by("id").values_list("id", flat=True).first()
+    changes, made = [], []
+    for create in (lambda model, **values: model.objects.create(**values), create_row):
+        episode = episode_create(label="baked insert")
+
+        def insert(create=create):
+            ticket = SupportTicket.objects.get(pk=ticket_id)
+            made.append(
+                create(
+                    Resolution,
+                    id="res-baked-1",
+                    ticket=ticket,
+                    outcome="no_action",
+                    summary="s",
+                    resolved_by_id=shop.agent.id,
+                )
+            )
+            return {}
+
+        changes.append(episode_step(episode=episode, name="insert", arguments={}, fn=insert).changes)
+    assert changes[0] == changes[1] and [c["pk"] for c in changes[0]] == ["res-baked-1"]
+    orm, baked = made
+    assert {k: v for k, v in vars(orm).items() if k != "_state"} == {
+        k: v for k, v in vars(baked).items() if k != "_state"
+    }
+    assert (baked._state.adding, baked._state.db) == (False, "episode")
