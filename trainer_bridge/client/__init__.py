@@ -12,6 +12,8 @@ Every API error raises an ``ApiError`` subclass that carries the API's error bod
 ``fields``). Connection errors and 5xx answers are retried with exponential backoff and jitter; a tool call is
 retried only when the server cannot have run it (the connection was refused, or a 502/503/504 from a proxy),
 because running a write twice would change the episode. Finishing is idempotent on the server, so it retries.
+
+The package: this module (the client), ``errors`` (``ApiError`` and its kinds) and ``results`` (the typed results).
 """
 
 from __future__ import annotations
@@ -25,9 +27,31 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from trainer_bridge.client.errors import (
+    ApiError,
+    AuthenticationError,
+    ConflictError,
+    NotFoundError,
+    PermissionDeniedError,
+    ServerError,
+    TransportError,
+    ValidationError,
+    api_error,
+)
+from trainer_bridge.client.results import (
+    BatchResult,
+    EpisodeOpened,
+    ExportFile,
+    Manifest,
+    ReleaseRowData,
+    ReleaseSummary,
+    Reward,
+    ToolOutcome,
+    Verdict,
+)
 
 __all__ = [
     "ApiError",
@@ -48,312 +72,12 @@ __all__ = [
     "TransportError",
     "ValidationError",
     "Verdict",
+    "reward_options_from_env",
 ]
 
 API_PREFIX = "/api/v1"
 RETRY_STATUSES = frozenset({500, 502, 503, 504, 429})
 UNSENT_RETRY_STATUSES = frozenset({502, 503, 504, 429})
-
-
-# --- errors ---------------------------------------------------------------------------------------------------
-
-
-class ApiError(Exception):
-    """An error answer of the API: its status and the body's ``{"error": {code, message, fields}}``."""
-
-    def __init__(self, status: int, code: str, message: str, fields: dict | None = None, body: Any = None):
-        self.status = status
-        self.code = code
-        self.message = message
-        self.fields = fields or {}
-        self.body = body
-        detail = f" {self.fields}" if self.fields else ""
-        super().__init__(f"HTTP {status} {code}: {message}{detail}")
-
-
-class ValidationError(ApiError):
-    """400: the request's fields were refused; ``fields`` names each one."""
-
-
-class AuthenticationError(ApiError):
-    """401: no token, or an unknown or revoked one."""
-
-
-class PermissionDeniedError(ApiError):
-    """403: the token lacks the scope."""
-
-
-class NotFoundError(ApiError):
-    """404: no such release, row or episode, or the token may not see it (holdout for a training token)."""
-
-
-class ConflictError(ApiError):
-    """409: the resource's state refuses it (a finished episode, an unpublished snapshot)."""
-
-
-class ServerError(ApiError):
-    """5xx, after the retries ran out."""
-
-
-class TransportError(Exception):
-    """The server could not be reached (after the retries), or it answered something that is not the API."""
-
-
-_ERRORS_BY_STATUS = {
-    400: ValidationError,
-    401: AuthenticationError,
-    403: PermissionDeniedError,
-    404: NotFoundError,
-    409: ConflictError,
-}
-
-
-def _api_error(status: int, raw: bytes) -> ApiError:
-    try:
-        body = json.loads(raw.decode("utf-8")) if raw else None
-    except (UnicodeDecodeError, ValueError):
-        body = raw[:2000].decode("utf-8", "replace")
-    error = body.get("error") if isinstance(body, dict) else None
-    if isinstance(error, dict):
-        code, message, fields = str(error.get("code", "error")), str(error.get("message", "")), error.get("fields")
-    else:
-        code, message, fields = "error", str(body)[:500] if body else f"HTTP {status}", None
-    cls = _ERRORS_BY_STATUS.get(status, ServerError if status >= 500 else ApiError)
-    return cls(status, code, message, fields if isinstance(fields, dict) else None, body)
-
-
-# --- results --------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ReleaseSummary:
-    slug: str
-    name: str
-    status: str
-    created_at: str | None
-    frozen_at: str | None
-    checksum: str
-    raw: dict = field(repr=False)
-
-    @classmethod
-    def from_api(cls, data: dict) -> ReleaseSummary:
-        return cls(
-            slug=data["slug"],
-            name=data.get("name", ""),
-            status=data.get("status", ""),
-            created_at=data.get("created_at"),
-            frozen_at=data.get("frozen_at"),
-            checksum=data.get("checksum", ""),
-            raw=data,
-        )
-
-
-@dataclass(frozen=True)
-class Manifest:
-    slug: str
-    name: str
-    seed: int | None
-    checksum: str
-    splits: dict[str, dict]
-    raw: dict = field(repr=False)
-
-    @classmethod
-    def from_api(cls, data: dict) -> Manifest:
-        return cls(
-            slug=data["slug"],
-            name=data.get("name", ""),
-            seed=data.get("seed"),
-            checksum=data.get("checksum", ""),
-            splits=dict(data.get("splits") or {}),
-            raw=data,
-        )
-
-
-@dataclass(frozen=True)
-class ReleaseRowData:
-    row_id: int
-    release: str
-    split: str
-    task_key: str
-    task_type: str
-    difficulty: str  # the author's expected difficulty
-    family: str
-    instruction: str
-    snapshot_version: int | None
-    tools: list[dict]
-    rubric: list[dict]
-    metadata: dict
-    raw: dict = field(repr=False)
-    calibrated_difficulty: str = "not_calibrated"
-
-    @classmethod
-    def from_api(cls, data: dict, *, release: str = "") -> ReleaseRowData:
-        return cls(
-            row_id=int(data["row_id"]),
-            release=data.get("release") or release,
-            split=data.get("split", ""),
-            task_key=data.get("task_key", ""),
-            task_type=data.get("task_type", ""),
-            difficulty=data.get("expected_difficulty") or data.get("difficulty", ""),
-            calibrated_difficulty=data.get("calibrated_difficulty") or "not_calibrated",
-            family=data.get("family", ""),
-            instruction=data.get("instruction", ""),
-            snapshot_version=data.get("snapshot_version"),
-            tools=list(data.get("tools") or []),
-            rubric=list(data.get("rubric") or []),
-            metadata=dict(data.get("metadata") or {}),
-            raw=data,
-        )
-
-
-@dataclass(frozen=True)
-class EpisodeOpened:
-    episode_id: str
-    release: str
-    row_id: int
-    split: str
-    snapshot_version: int | None
-    instruction: str
-    tools: list[dict]
-    max_turns: int
-    # The agent contract frozen with the release: its system prompt, and the conversation to start from.
-    system_prompt: str = ""
-    messages: list[dict] = field(default_factory=list)
-
-    @classmethod
-    def from_api(cls, data: dict) -> EpisodeOpened:
-        return cls(
-            episode_id=str(data["episode_id"]),
-            release=data.get("release", ""),
-            row_id=int(data["row_id"]),
-            split=data.get("split", ""),
-            snapshot_version=data.get("snapshot_version"),
-            instruction=data.get("instruction", ""),
-            tools=list(data.get("tools") or []),
-            max_turns=int(data.get("max_turns") or 0),
-            system_prompt=data.get("system_prompt") or "",
-            messages=list(data.get("messages") or []),
-        )
-
-
-@dataclass(frozen=True)
-class ToolOutcome:
-    result: Any
-    is_error: bool
-    seq: int
-    tool: str
-    duration_ms: float
-
-    @classmethod
-    def from_api(cls, data: dict) -> ToolOutcome:
-        step = data.get("step") or {}
-        return cls(
-            result=data.get("result"),
-            is_error=bool(data.get("is_error")),
-            seq=int(step.get("seq", 0)),
-            tool=step.get("tool", ""),
-            duration_ms=float(step.get("duration_ms") or 0.0),
-        )
-
-    def as_text(self) -> str:
-        """The result as the JSON text a model reads in its tool message."""
-        return json.dumps(self.result, ensure_ascii=False, sort_keys=True)
-
-
-@dataclass(frozen=True)
-class Verdict:
-    key: str
-    kind: str
-    status: str
-    met: bool | None
-    rationale: str
-    weight: float
-    required: bool
-    evidence: Any = None
-
-    @classmethod
-    def from_api(cls, data: dict) -> Verdict:
-        return cls(
-            key=str(data.get("key", "")),
-            kind=data.get("kind", ""),
-            status=data.get("status", ""),
-            met=data.get("met"),
-            rationale=data.get("rationale", ""),
-            weight=float(data.get("weight") or 0.0),
-            required=bool(data.get("required")),
-            evidence=data.get("evidence"),
-        )
-
-
-@dataclass(frozen=True)
-class Reward:
-    """A finished episode's judgement. ``final`` is False while criteria are pending (no LLM judge): then
-    ``reward`` is None and ``partial_reward`` covers the judged criteria only; ``note`` says why."""
-
-    episode_id: str
-    reward: float | None
-    partial_reward: float | None
-    passed: bool | None
-    final: bool
-    note: str
-    verdicts: list[Verdict]
-    status: str = "finished"
-    trajectory_hash: str = ""
-    # The reward options the server applied (rubric dropout: rate, seed, kept and dropped criterion keys).
-    reward_options: dict = field(default_factory=dict)
-
-    @classmethod
-    def from_api(cls, data: dict) -> Reward:
-        return cls(
-            status=data.get("status") or "finished",
-            trajectory_hash=data.get("trajectory_hash") or "",
-            reward_options=data.get("reward_options") or {},
-            episode_id=str(data.get("episode_id", "")),
-            reward=data.get("reward"),
-            partial_reward=data.get("partial_reward"),
-            passed=data.get("passed"),
-            final=bool(data.get("final")),
-            note=data.get("note") or "",
-            verdicts=[Verdict.from_api(v) for v in data.get("verdicts") or []],
-        )
-
-    def value(self, *, on_pending: str = "partial") -> float | None:
-        """A number for a trainer: the reward, or while pending the partial reward ("partial"), None ("none"),
-        or an error ("raise")."""
-        if self.final:
-            return float(self.reward or 0.0)
-        if on_pending == "partial":
-            return float(self.partial_reward or 0.0)
-        if on_pending == "none":
-            return None
-        raise ValueError(f"episode {self.episode_id}: the reward is not final: {self.note}")
-
-
-@dataclass(frozen=True)
-class BatchResult:
-    index: int
-    episode_id: str | None
-    ok: bool
-    reward: Reward | None
-    error: ApiError | None
-
-    @classmethod
-    def from_api(cls, data: dict) -> BatchResult:
-        if data.get("ok"):
-            return cls(data["index"], data.get("episode_id"), True, Reward.from_api(data), None)
-        error = data.get("error") or {}
-        problem = ApiError(0, error.get("code", "error"), error.get("message", ""), error.get("fields"), data)
-        return cls(data["index"], data.get("episode_id"), False, None, problem)
-
-
-@dataclass(frozen=True)
-class ExportFile:
-    path: Path
-    etag: str
-    downloaded: bool  # False when the copy on disk was already current (304)
-
-
-# --- the client -----------------------------------------------------------------------------------------------
 
 
 def reward_options_from_env() -> dict:
@@ -460,7 +184,7 @@ class CorecraftClient:
                 raw = exc.read()
                 retry_after = exc.headers.get("Retry-After") if exc.headers else None
                 exc.close()
-                error = _api_error(exc.code, raw)
+                error = api_error(exc.code, raw)
                 retryable = exc.code in (UNSENT_RETRY_STATUSES if unsafe else RETRY_STATUSES)
                 if not retryable or attempt == self.retries:
                     raise error from None
