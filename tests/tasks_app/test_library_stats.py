@@ -11,11 +11,12 @@ import yaml
 from django.core.management import call_command
 
 from tasks_app.library.families.base import BRANCH_SHARE_MAX, FamilyInstance, branch_cap, branches_balanced
-from tasks_app.library.services.library_shape import TaskShape, task_shape
+from tasks_app.library.services.library_shape import TOOL_ENTITY, TaskShape, task_shape
 from tasks_app.library.services.library_stats import shapes_figures
 from tasks_app.perturbations import SnapshotReplay
 from world_app.models import Order
 from world_app.snapshots import snapshot_publish
+from world_app.tools.registry import all_tools
 
 DB = pytest.mark.django_db(databases=["default", "episode"])
 FORMAT = {"kind": "response", "text": "Prose", "spec": {"op": "prose"}, "category": "format", "required": True}
@@ -241,3 +242,9 @@ def test_provenance_counts_the_lookup_that_gave_a_needed_call_its_id():
     assert provenance_closure(calls[:3], results[:3], set(), given=set(), facts=facts) == {0, 2}
     # A fact the instruction already states needs no lookup.
     assert graded_facts([{"op": "amount", "value": "50.96"}], answer="$50.96", instruction="Is $50.96 right?") == []
+
+
+def test_every_tool_names_the_entity_type_it_is_about():
+    """A tool missing from TOOL_ENTITY would drop its type from every join it makes (a build written by
+    update_build would not count as a build)."""
+    assert {tool.name for tool in all_tools()} - set(TOOL_ENTITY) == set()

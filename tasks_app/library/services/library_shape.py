@@ -46,6 +46,10 @@ TOOL_ENTITY = {
     "create_resolution": "resolution",
     "create_escalation": "escalation",
     "create_warranty_claim": "warrantyclaim",
+    "update_ticket_status": "supportticket",
+    "create_build": "build",
+    "update_build": "build",
+    "ask_user": "",  # the conversation, not a world entity
 }
 _CHILD_OF = {
     "orderlineitem": "order", "ticketmessage": "supportticket", "buildcomponent": "build", "bundleitem": "bundle",
