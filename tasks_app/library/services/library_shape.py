@@ -57,6 +57,9 @@ _CHILD_OF = {
 
 # Judgements the tools do not make: the rulebook's agent-held rules (added at run time) and these.
 TASK_JUDGEMENTS = {
+    "price-match-offer": "Whether a competitor's offer qualifies for a price match (new, in stock, authorized US "
+    "retailer; open-box, clearance, marketplace, bundle and coupon prices excluded): the refund tool takes any "
+    "difference it is given.",
     "duplicate-charge": "Which of two identical completed payments on one order is the extra one (the later): no "
     "tool flags a double charge, the agent compares the order's payments.",
     "record-over-claim": "When a customer's account of an order conflicts with the record (what was bought, when "
