@@ -242,6 +242,12 @@ def test_provenance_counts_the_lookup_that_gave_a_needed_call_its_id():
     assert provenance_closure(calls[:3], results[:3], set(), given=set(), facts=facts) == {0, 2}
     # A fact the instruction already states needs no lookup.
     assert graded_facts([{"op": "amount", "value": "50.96"}], answer="$50.96", instruction="Is $50.96 right?") == []
+    # A graded date is traced in the tools' ISO form whatever form the answer states it in, unless the sender gave it.
+    delivered = [{"op": "date", "value": "2025-11-26"}]
+    assert graded_facts(delivered, answer="It arrived on November 26.", instruction="Where is it?") == ["2025-11-26"]
+    assert graded_facts(delivered, answer="It arrived on 11/26/2025.", instruction="Where is it?") == ["2025-11-26"]
+    assert graded_facts(delivered, answer="It arrived on November 27.", instruction="Where is it?") == []
+    assert graded_facts(delivered, answer="It arrived on Nov 26.", instruction="It came Nov 26, right?") == []
 
 
 def test_every_tool_names_the_entity_type_it_is_about():

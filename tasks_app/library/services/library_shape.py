@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from corecraft_site.canonical import sorted_json
+from rubrics_app.answer_facts import date_mentions
 from rubrics_app.judgement import rubric_of
 from tasks_app.library.services.task_library import _models_by_prefix, entity_ids_named
 from world_app.contract import CONVERSATION_TOOLS
@@ -342,10 +343,14 @@ _FACT_OPS = frozenset({"amount", "number", "date", "contains"})
 _FACT_MIN_LENGTH = 4  # "2" or "50" is in every result; "12.99", "2025-09-14" and a product name are not
 
 
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
 def graded_facts(specs: Sequence[dict], *, answer: str, instruction: str) -> list[str]:
     """The literal values required response criteria grade (an amount, a number, a date, a text the reply must
     contain) that the reference's answer states and the instruction does not: the agent can only have them from a
-    result. Amounts as the tools write them (two decimals). Patterns (``regex``, ``affirms``) are not literal."""
+    result. Amounts and dates as the tools write them (two decimals; ISO dates, which the answer may state in any
+    common format). Patterns (``regex``, ``affirms``) are not literal."""
     out: list[str] = []
     said, asked = answer.lower(), instruction.lower()
     for spec in specs:
@@ -357,11 +362,15 @@ def graded_facts(specs: Sequence[dict], *, answer: str, instruction: str) -> lis
                 value = f"{float(value):.2f}"
             except ValueError:
                 continue
-            stated = value in said.replace(",", "")
+            stated, given = value in said.replace(",", ""), value in asked
+        elif spec["op"] == "date" and _ISO_DATE.fullmatch(value):
+            year, month, day = (int(part) for part in value.split("-"))
+            stated = any(m.value[1:] == (month, day) and m.value[0] in (None, year) for m in date_mentions(answer))
+            given = any(m.value[1:] == (month, day) for m in date_mentions(instruction))
         else:
             value = value.lower()
-            stated = value in said
-        if len(value) >= _FACT_MIN_LENGTH and stated and value not in asked and value not in out:
+            stated, given = value in said, value in asked
+        if len(value) >= _FACT_MIN_LENGTH and stated and not given and value not in out:
             out.append(value)
     return out
 
