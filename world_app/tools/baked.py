@@ -248,6 +248,22 @@ class _Update:
 _UPDATES: dict[tuple[type[Model], tuple[str, ...]], _Update | None] = {}
 
 
+def _raw_sqlite_for_save(connection, model: type[Model]) -> Any | None:
+    """The sqlite3 connection a baked UPDATE or INSERT of ``model`` may run on directly; None when the ORM's save
+    must run it (another database, no connection yet, a query log or an execute wrapper listening, save signals)."""
+    raw = connection.connection
+    if (
+        connection.vendor != "sqlite"
+        or raw is None
+        or connection.execute_wrappers
+        or connection.queries_logged
+        or signals.pre_save.has_listeners(model)
+        or signals.post_save.has_listeners(model)
+    ):
+        return None
+    return raw
+
+
 def save_fields(instance: Model, update_fields: Sequence[str]) -> None:
     """``instance.save(update_fields=update_fields)``, with its UPDATE made once per model and field list on the
     episode's SQLite (Django compiles it on every save: most of a write tool's status change).
@@ -263,16 +279,8 @@ def save_fields(instance: Model, update_fields: Sequence[str]) -> None:
     if key not in _UPDATES:
         _UPDATES[key] = _update_bake(model, key[1])
     update = _UPDATES[key]
-    raw = connection.connection
-    if (
-        update is None
-        or connection.vendor != "sqlite"
-        or raw is None
-        or connection.execute_wrappers
-        or connection.queries_logged
-        or signals.pre_save.has_listeners(model)
-        or signals.post_save.has_listeners(model)
-    ):
+    raw = _raw_sqlite_for_save(connection, model)
+    if update is None or raw is None:
         instance.save(update_fields=update_fields)
         return
     instance._prepare_related_fields_for_save(operation_name="save", fields=update.fields)
@@ -310,17 +318,8 @@ def create_row(model: type[M], **values: Any) -> M:
     if model not in _INSERTS:
         _INSERTS[model] = _insert_bake(model)
     insert = _INSERTS[model]
-    raw = connection.connection
-    if (
-        insert is None
-        or not instance.pk
-        or connection.vendor != "sqlite"
-        or raw is None
-        or connection.execute_wrappers
-        or connection.queries_logged
-        or signals.pre_save.has_listeners(model)
-        or signals.post_save.has_listeners(model)
-    ):
+    raw = _raw_sqlite_for_save(connection, model)
+    if insert is None or not instance.pk or raw is None:
         instance.save(force_insert=True, using=db)
         return instance
     instance._prepare_related_fields_for_save(operation_name="save")
