@@ -118,6 +118,19 @@ def test_the_image_file_is_shared_by_every_process_of_the_machine(monkeypatch, t
     assert episode_state_from_log(episode)["state_checksum"] == snapshot.content_checksum
 
 
+def test_a_shared_directory_others_may_write_to_is_not_trusted(monkeypatch, tmp_path):
+    open_to_all = tmp_path / "images"
+    open_to_all.mkdir(mode=0o777)
+    open_to_all.chmod(0o777)
+    monkeypatch.setenv("WORLD_IMAGE_DIR", str(open_to_all))
+    small_world()
+    snapshot = snapshot_publish(note="v1")
+    loaded = snapshot_image(snapshot.pk)
+    assert loaded.image.path is None  # a private copy: a file planted there could hold another world
+    assert list(open_to_all.iterdir()) == []
+    assert hashlib.sha256(loaded.image.read()).hexdigest() == snapshot.image_sha256
+
+
 def test_without_a_shared_directory_each_process_keeps_its_own_copy(monkeypatch):
     monkeypatch.setenv("WORLD_IMAGE_DIR", "")
     small_world()

@@ -18,6 +18,7 @@ import logging
 import mmap
 import os
 import sqlite3
+import stat
 import tempfile
 from functools import cache
 from pathlib import Path
@@ -90,7 +91,7 @@ def shared_image_dir() -> Path | None:
 def shared_image_open(sha256: str, size: int) -> SharedImage | None:
     """The shared file of the image with this SHA-256 (``size`` bytes), when a process wrote it already."""
     folder = shared_image_dir()
-    if folder is None:
+    if folder is None or not _private(folder):
         return None
     path = folder / f"{sha256}.sqlite"
     try:
@@ -111,6 +112,8 @@ def shared_image_write(sha256: str, image: bytes) -> SharedImage:
     path = folder / f"{sha256}.sqlite"
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not _private(folder):
+            raise OSError(f"{folder} is not a private directory of this user")
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".writing-") as out:
             out.write(image)
             out.truncate(len(image) + GROWTH_BYTES)
@@ -127,6 +130,16 @@ def shared_image_write(sha256: str, image: bytes) -> SharedImage:
         return SharedImage(path=path, size=len(image))
     except OSError:  # removed meanwhile by another process's trim
         return SharedImage(image)
+
+
+def _private(folder: Path) -> bool:
+    """A file there is trusted by its name (the image's SHA-256), so only a real directory of this user that no
+    one else may write to: one planted by another user, or opened to others, is not used."""
+    try:
+        found = folder.lstat()
+    except OSError:
+        return False
+    return stat.S_ISDIR(found.st_mode) and found.st_uid == os.getuid() and not found.st_mode & 0o022
 
 
 def _shared_images_trim(folder: Path) -> None:
