@@ -111,7 +111,7 @@ def search_shape_paging() -> dict:
     }
 
 
-# The casebook's trade accounts (world_app/generator/casebook.py) say so in their notes; the base world's small
+# The casebook's trade accounts (world_app/generator/casebook/) say so in their notes; the base world's small
 # business accounts carry the first part only.
 BUSINESS_ACCOUNT_NOTE = "Business account:"
 TRADE_ACCOUNT_NOTE = "Orders most weeks"

@@ -579,7 +579,7 @@ def test_manifest_round_trips_through_json(seeded_world):
     assert set(seeded_world.child_counts) == {entity_type_name(m) for m in WORLD_MODELS if m not in ENTITY_MODELS}
 
 
-# --- the casebook: the cases a real store has, appended after the base world (world_app/generator/casebook.py) --
+# --- the casebook: the cases a real store has, appended after the base world (world_app/generator/casebook/) --
 
 
 def test_split_and_partial_shipments_name_their_lines(seeded_world):

@@ -94,7 +94,7 @@ def test_world_stats_reports_the_realism_figures_measured_on_the_world(seeded_wo
     assert realism["customers_with_orders_share"] == round(with_orders / Customer.objects.count(), 3)
     assert realism["duplicate_accounts"] == len(seeded_world.anomaly_ids("duplicate_customer"))
     assert realism["ticket_text_distinct_ratio"] >= 0.9
-    # The casebook's cases (world_app/generator/casebook.py) are there, and counted from the records.
+    # The casebook's cases (world_app/generator/casebook/) are there, and counted from the records.
     assert realism["split_shipments"] >= len(seeded_world.anomaly_ids("split_shipment")) > 0
     assert realism["partial_shipments"] == len(seeded_world.anomaly_ids("partial_shipment")) > 0
     assert realism["lost_parcels"] == len(seeded_world.anomaly_ids("lost_parcel")) > 0
