@@ -7,10 +7,11 @@ from __future__ import annotations
 from datetime import timedelta
 
 from world_app.generator.builds import BuildFacts
-from world_app.generator.commerce import RETURN_WINDOW_DAYS, OrderFacts
+from world_app.generator.commerce import OrderFacts
 from world_app.generator.people import CustomerFacts
 from world_app.generator.support.drafts import TicketDraft, _Desk, _order_ref, _signed
 from world_app.generator.timeline import cents
+from world_app.store_rules import RETURN_WINDOW_DAYS
 
 
 def _where_is_my_order_ticket(desk: _Desk, order: OrderFacts) -> TicketDraft | None:
