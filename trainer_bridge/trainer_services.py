@@ -347,26 +347,35 @@ def _already_finished(trainer_episode: TrainerEpisode, final_answer: str) -> Tra
     raise EpisodeFinished("the episode was already finished with another final answer")
 
 
-@transaction.atomic
 def _finish_store(
     *, trainer_episode: TrainerEpisode, final_answer: str, messages: list | None, judgement: Judgement
 ) -> TrainerEpisode:
-    locked = TrainerEpisode.objects.select_for_update().select_related("row", "release").get(pk=trainer_episode.pk)
-    if locked.status == TrainerEpisodeStatus.FINISHED:
-        return _already_finished(locked, final_answer)
-    locked.final_answer = final_answer
-    locked.messages = messages or []
-    locked.verdicts = judgement.verdicts
-    locked.reward = judgement.final_reward
-    locked.partial_reward = judgement.partial_reward
-    locked.passed = judgement.passed
-    locked.final = judgement.final
-    locked.trajectory_hash = judgement.trajectory_hash
-    locked.reward_options = judgement.options
-    locked.status = TrainerEpisodeStatus.FINISHED
-    locked.finished_at = timezone.now()
-    locked.save()
-    return locked
+    """Store the judgement in one guarded UPDATE (autocommitted: no transaction, no lock held across round trips).
+
+    Only an open episode is written (``status = open`` in the statement), so of two finishes racing the first
+    stores its answer and the other reads it back: the same answer returns it, another is refused.
+    """
+    fields = {
+        "final_answer": final_answer,
+        "messages": messages or [],
+        "verdicts": judgement.verdicts,
+        "reward": judgement.final_reward,
+        "partial_reward": judgement.partial_reward,
+        "passed": judgement.passed,
+        "final": judgement.final,
+        "trajectory_hash": judgement.trajectory_hash,
+        "reward_options": judgement.options,
+        "status": TrainerEpisodeStatus.FINISHED,
+        "finished_at": timezone.now(),
+    }
+    stored = TrainerEpisode.objects.filter(pk=trainer_episode.pk, status=TrainerEpisodeStatus.OPEN).update(**fields)
+    if not stored:  # finished meanwhile (another request, maybe another process): its answer decides
+        return _already_finished(
+            TrainerEpisode.objects.select_related("row", "release").get(pk=trainer_episode.pk), final_answer
+        )
+    for name, value in fields.items():
+        setattr(trainer_episode, name, value)
+    return trainer_episode
 
 
 def trainer_episode_result(trainer_episode: TrainerEpisode) -> dict:

@@ -490,10 +490,62 @@ def episode_state_checksum(episode: EpisodeRef) -> str:
         return _state_checksum(snapshot_image(hot.snapshot_id), rows, diff_of(rows))
 
 
+@cache
+def _close_sql() -> str:
+    """One statement: close the episode if its log is still at the copy's head and no session holds its lease."""
+    episode = Episode._meta.db_table
+    columns = ", ".join(f'"{f.column}"' for f in Episode._meta.concrete_fields)
+    return f"""
+        UPDATE {episode} SET status = %(closed)s, closed_at = %(now)s, final_diff = %(diff)s::jsonb,
+            final_checksum = %(checksum)s
+        WHERE id = %(episode)s AND status = %(open)s AND step_count = %(seq)s
+            AND head_step_id IS NOT DISTINCT FROM %(head)s
+            AND pg_try_advisory_xact_lock_shared(%(lease_namespace)s, %(lease_id)s)
+        RETURNING {columns}
+    """  # noqa: S608  (table and column names from model metadata; every value is a bound parameter)
+
+
+def _close_at_head(hot: HotEpisode) -> Episode | None:
+    """Close the episode in one statement when this process's copy is at the log's head (its own deferred steps just
+    written, as on a trainer's finish); the closed row, or None when the log moved, a lease is held elsewhere or
+    it is closed already (the caller then takes the locked path, which says which)."""
+    step_writer.flush(hot.episode_id)  # this process's deferred steps: the copy is then the head it wrote
+    rows = _hot_rows(hot)
+    diff = diff_of(rows)
+    lease_namespace, lease_id = lease_key(hot.episode_id)
+    params = {
+        "closed": Episode.Status.CLOSED,
+        "open": Episode.Status.OPEN,
+        "now": timezone.now(),
+        "diff": json.dumps(diff),
+        "checksum": _state_checksum(snapshot_image(hot.snapshot_id), rows, diff),
+        "episode": hot.episode_id,
+        "seq": hot.seq,
+        "head": hot.last_step_id,
+        "lease_namespace": lease_namespace,
+        "lease_id": lease_id,
+    }
+    closed = next(iter(Episode.objects.raw(_close_sql(), params)), None)
+    if closed is not None:
+        closed.final_diff = diff  # as the locked path leaves it: the dict, not jsonb's reordering of its keys
+    return closed
+
+
 def _episode_close(
     episode_id: uuid.UUID, *, idle_before: datetime | None = None, keep_world: bool = False
 ) -> tuple[Episode, bool]:
-    """Close one episode (with ``idle_before``: only if idle since then); returns it and whether this closed it."""
+    """Close one episode (with ``idle_before``: only if idle since then); returns it and whether this closed it.
+
+    A close that does not depend on idleness tries one guarded statement first (``_close_at_head``: no
+    transaction, no lock wait); when the log is not where this process's copy is, it takes the locked path.
+    """
+    if idle_before is None:
+        with _hot_episode(episode_id) as hot:
+            closed = _close_at_head(hot)
+        if closed is not None:
+            if not keep_world:
+                episode_cache.discard(episode_id)
+            return closed, True
     with _hot_episode(episode_id) as hot, transaction.atomic():
         # Lock order everywhere: this process's hold on the episode, its lease (no deferred steps anywhere), its row.
         step_writer.flush(episode_id)  # a step this process deferred since the settle above
