@@ -12,8 +12,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from django.db.models import Sum
-
 from world_app.models import Order, Payment, PaymentStatus, Refund, RefundStatus, Shipment
 from world_app.money import ZERO
 from world_app.store_rules import SHIPPING_KEPT_ONCE_SHIPPED, SHIPPING_USED_SHIPMENT_STATUSES
@@ -27,14 +25,14 @@ TAKEN_STATUSES = frozenset(
 
 
 def refunded_by_payment(payment_ids: Iterable[str]) -> dict[str, Decimal]:
-    rows = (
-        Refund.objects.filter(payment_id__in=list(payment_ids))
-        .exclude(status=RefundStatus.REJECTED)
-        .values("payment_id")
-        .annotate(total=Sum("amount"))
-        .order_by("payment_id")
-    )
-    return {row["payment_id"]: row["total"] for row in rows}
+    """The sum of each payment's refunds that were not rejected (payments with none are left out), from one baked
+    look-up of the refunds (an aggregate compiled on every call cost more than the search it completes)."""
+    ids = sorted(set(payment_ids))
+    totals: dict[str, Decimal] = {}
+    for refund in PAYMENT_REFUNDS(ids) if ids else ():
+        if refund.status != RefundStatus.REJECTED:
+            totals[refund.payment_id] = totals.get(refund.payment_id, ZERO) + refund.amount
+    return totals
 
 
 def refunded_quantities(refunds: Iterable[Refund]) -> dict[str, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from pydantic import Field, model_validator
 
 from world_app.models import (
@@ -47,7 +47,8 @@ from world_app.tools.records import (
     warranty_claim_record,
 )
 from world_app.tools.registry import tool
-from world_app.tools.results import canonical, money, not_found, page, when, world_today
+from world_app.tools.results import canonical, money, not_found, when, world_today
+from world_app.tools.search.base import BakedSearch
 
 # The look-ups of these tools, baked (world_app/tools/baked.py): they run on every call, and compiling them
 # each time cost more than running them.
@@ -229,14 +230,28 @@ def get_customer_ticket_history(p: GetCustomerTicketHistoryParams) -> dict:
     Paged like the searches: `total` and `has_more` say whether older tickets remain.
     """
     customer = fetch(Customer, p.customer_id, field="customer_id")
-    queryset = SupportTicket.objects.filter(customer_id=customer.id).order_by("-created_at", "-id")
+    children = TicketHistory()
+    history = CUSTOMER_TICKETS.page(p, children.record, children.load)
+    return {"customer": customer_record(customer), **history}
+
+
+def _customer_tickets(p: GetCustomerTicketHistoryParams) -> QuerySet:
+    queryset = SupportTicket.objects.filter(customer_id=p.customer_id).order_by("-created_at", "-id")
     if p.status:
         queryset = queryset.filter(status=p.status)
     if p.ticket_type:
         queryset = queryset.filter(ticket_type=p.ticket_type)
-    children = TicketHistory()
-    history = page(queryset, offset=p.offset, limit=p.limit, record=children.record, prepare=children.load)
-    return {"customer": customer_record(customer), **history}
+    return queryset
+
+
+# The page and its total, baked like a search's (the customer, status and type are query values).
+CUSTOMER_TICKETS = BakedSearch(
+    SupportTicket,
+    GetCustomerTicketHistoryParams,
+    _customer_tickets,
+    values=("customer_id", "status", "ticket_type"),
+    words=None,
+)
 
 
 class CheckWarrantyStatusParams(LineRefParams):

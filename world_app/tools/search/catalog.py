@@ -84,6 +84,8 @@ PRODUCT_SORTS = {
 
 
 def spec_filter(p: SearchProductsParams) -> Q:
+    if not (p.specs or p.spec_min or p.spec_max):
+        return Q()  # no spec asked for (and a baked search's category is a stand-in, not a category)
     kinds = _spec_kinds(p.category)
     where = f"{p.category} products" if p.category else "any product category"
     condition = Q()
@@ -150,5 +152,7 @@ PRODUCT_SEARCH = BakedSearch(
     Product,
     SearchProductsParams,
     _products,
+    # Category and lifecycle are compared with exact: query values, not a compiled form per choice.
+    values=("category", "lifecycle"),
     unbaked=("brand", "min_price", "max_price", "specs", "spec_min", "spec_max"),
 )
