@@ -33,6 +33,7 @@ from world_app.store_rules import (
     SHIPPING_RATES,
     Coupon,
 )
+from world_app.tools.baked import BakedQuery
 from world_app.tools.results import ErrorCode, ToolError, day, money
 
 
@@ -325,6 +326,24 @@ def refund_breakdown(
     }
 
 
+# Baked (world_app/tools/baked.py): every refund reads an order's lines, and compiling the look-up cost more than
+# running it.
+ORDER_LINES = BakedQuery(OrderLineItem, lambda order_id: OrderLineItem.objects.filter(order_id=order_id).order_by("id"))
+LINE_PRODUCTS = BakedQuery(Product, lambda ids: Product.objects.filter(pk__in=ids))
+
+
+def order_lines_with_products(order_id: str) -> list[OrderLineItem]:
+    """The order's lines by id, each with its product loaded (what ``select_related("product")`` gives)."""
+    lines = ORDER_LINES(order_id)
+    if lines:
+        products = {product.id: product for product in LINE_PRODUCTS(sorted({li.product_id for li in lines}))}
+        # An inner join, as select_related makes for a required foreign key: a line without its product is not one.
+        lines = [line for line in lines if line.product_id in products]
+        for line in lines:
+            line.product = products[line.product_id]
+    return lines
+
+
 def lines_to_refund(
     order: Order, requested: list, refunded_units: dict[str, int], *, field: str = "lines"
 ) -> list[tuple[OrderLineItem, int]]:
@@ -332,7 +351,7 @@ def lines_to_refund(
 
     ``requested`` holds ``LineQuantity`` params; empty means every unit not yet refunded.
     """
-    lines = {li.id: li for li in OrderLineItem.objects.filter(order=order).select_related("product").order_by("id")}
+    lines = {li.id: li for li in order_lines_with_products(order.id)}
     if not requested:
         chosen = [(li, li.quantity - refunded_units.get(li.id, 0)) for li in lines.values()]
         chosen = [(li, q) for li, q in chosen if q > 0]

@@ -14,7 +14,6 @@ from pydantic import Field, model_validator
 from world_app import clock
 from world_app.models import (
     Order,
-    OrderLineItem,
     OrderStatus,
     Payment,
     PaymentStatus,
@@ -40,6 +39,7 @@ from world_app.tools.ledger import ORDER_PAYMENTS, ORDER_SHIPMENTS, ZERO, OrderL
 from world_app.tools.lookups import fetch
 from world_app.tools.params import EntityId, LineQuantity, Money, ToolParams
 from world_app.tools.pricing import (
+    ORDER_LINES,
     RefundLine,
     lines_to_refund,
     refund_breakdown,
@@ -227,7 +227,7 @@ def _every_unit_refunded(order: Order, refunded_units: dict[str, int], chosen: l
         asked[line.id] = asked.get(line.id, 0) + quantity
     return all(
         refunded_units.get(line_id, 0) + asked.get(line_id, 0) >= quantity
-        for line_id, quantity in OrderLineItem.objects.filter(order=order).values_list("id", "quantity")
+        for line_id, quantity in ((line.id, line.quantity) for line in ORDER_LINES(order.id))
     )
 
 
