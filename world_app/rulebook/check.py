@@ -7,9 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from world_app.episodes import scratch_world
-from world_app.models import (
-    KnowledgeBaseArticle,
-)
+from world_app.models import KnowledgeBaseArticle
 from world_app.rulebook.data_checks import (
     WorldFacts,
     _data_approval_limit,
@@ -50,9 +48,7 @@ from world_app.rulebook.scenarios_returns import (
     _scenario_shipping_refund,
 )
 from world_app.snapshots import snapshot_latest
-from world_app.store_rules import (
-    RULES,
-)
+from world_app.store_rules import RULES
 from world_app.tools.registry import get_tool
 
 SCENARIOS: dict[str, Callable[[Probe], None]] = {

@@ -38,10 +38,7 @@ from world_app.store_rules import (
     WARRANTY_REFUND_LIFECYCLES,
     WARRANTY_REMEDIES,
 )
-from world_app.tools.coverage import (
-    add_months,
-    delivered_at,
-)
+from world_app.tools.coverage import add_months, delivered_at
 from world_app.tools.ledger import TAKEN_STATUSES, refunded_quantities
 from world_app.tools.results import local_date, world_today
 

@@ -12,16 +12,7 @@ from typing import Any
 
 from django.db import transaction
 
-from world_app.models import (
-    Employee,
-    Escalation,
-    Order,
-    OrderLineItem,
-    Product,
-    Refund,
-    SupportTicket,
-    WarrantyClaim,
-)
+from world_app.models import Employee, Escalation, Order, OrderLineItem, Product, Refund, SupportTicket, WarrantyClaim
 from world_app.store_rules import (
     POLICY_EXCEPTION_PERMISSION,
     POLICY_EXCEPTION_ROLES,
@@ -30,11 +21,7 @@ from world_app.store_rules import (
     SHIPPED_SHIPMENT_STATUSES,
     Rule,
 )
-from world_app.tools.coverage import (
-    delivered_at,
-    return_window,
-    warranty_coverage,
-)
+from world_app.tools.coverage import delivered_at, return_window, warranty_coverage
 from world_app.tools.ledger import refunded_quantities
 from world_app.tools.registry import invoke_tool
 

@@ -8,15 +8,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from world_app.models import (
-    Customer,
-    Order,
-    OrderLineItem,
-    Product,
-    Refund,
-    SupportTicket,
-    WarrantyClaim,
-)
+from world_app.models import Customer, Order, OrderLineItem, Product, Refund, SupportTicket, WarrantyClaim
 from world_app.money import to_cent
 from world_app.rulebook.probes import (
     Probe,
@@ -33,11 +25,7 @@ from world_app.store_rules import (
     SHIPPED_SHIPMENT_STATUSES,
     WARRANTY_REFUND_LIFECYCLES,
 )
-from world_app.tools.coverage import (
-    CLOSED_TICKET_STATUSES,
-    delivered_at,
-    warranty_coverage,
-)
+from world_app.tools.coverage import CLOSED_TICKET_STATUSES, delivered_at, warranty_coverage
 from world_app.tools.ledger import refunded_quantities
 from world_app.tools.results import local_date, world_today
 

@@ -7,12 +7,7 @@ from __future__ import annotations
 from datetime import date
 from decimal import Decimal
 
-from world_app.models import (
-    Order,
-    Payment,
-    Refund,
-    SupportTicket,
-)
+from world_app.models import Order, Payment, Refund, SupportTicket
 from world_app.money import to_cent
 from world_app.rulebook.probes import (
     MONEY,
@@ -24,17 +19,8 @@ from world_app.rulebook.probes import (
     _support_employee,
     _unshipped_paid_order,
 )
-from world_app.store_rules import (
-    PRICE_MATCH_WINDOW_DAYS,
-    REFUND_APPROVAL_LIMIT,
-    RESTOCKING_FEE_PCT,
-    RETURN_WINDOW_DAYS,
-)
-from world_app.tools.coverage import (
-    CLOSED_TICKET_STATUSES,
-    delivered_at,
-    return_window,
-)
+from world_app.store_rules import PRICE_MATCH_WINDOW_DAYS, REFUND_APPROVAL_LIMIT, RESTOCKING_FEE_PCT, RETURN_WINDOW_DAYS
+from world_app.tools.coverage import CLOSED_TICKET_STATUSES, delivered_at, return_window
 from world_app.tools.results import local_date, world_today
 
 # --- scenarios, one function per rule ----------------------------------------------------------------------------

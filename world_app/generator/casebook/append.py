@@ -19,22 +19,12 @@ from world_app.generator.casebook.buyers import (
 )
 from world_app.generator.casebook.disruption import _carrier_disruption
 from world_app.generator.catalog import Catalog
-from world_app.generator.commerce import (
-    Commerce,
-    _refund_row,
-    _write_order,
-)
+from world_app.generator.commerce import Commerce, _refund_row, _write_order
 from world_app.generator.knowledge_base import KnowledgeBase
 from world_app.generator.mess import MessPlan
-from world_app.generator.people import (
-    People,
-)
+from world_app.generator.people import People
 from world_app.generator.sink import RowSink
-from world_app.generator.support import (
-    Support,
-    TicketDraft,
-    write_tickets,
-)
+from world_app.generator.support import Support, TicketDraft, write_tickets
 from world_app.generator.timeline import Timeline
 from world_app.models import Customer
 

@@ -27,17 +27,8 @@ from world_app.generator.commerce import (
 )
 from world_app.generator.knowledge_base import KnowledgeBase
 from world_app.generator.mess import MessPlan
-from world_app.generator.people import (
-    CustomerFacts,
-    People,
-    _address,
-    _email,
-)
-from world_app.generator.support import (
-    RowNumbers,
-    Support,
-    TicketDraft,
-)
+from world_app.generator.people import CustomerFacts, People, _address, _email
+from world_app.generator.support import RowNumbers, Support, TicketDraft
 from world_app.generator.timeline import Timeline, add_months
 from world_app.generator.vocabulary import CITIES, FIRST_NAMES, LAST_NAMES, WAREHOUSES
 from world_app.models import Product

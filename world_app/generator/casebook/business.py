@@ -8,13 +8,8 @@ import random
 from datetime import date, datetime, timedelta
 
 from world_app.generator.casebook.base import BUSINESS_ACCOUNTS, _Account, _business_hours, _Casebook, _sold_through
-from world_app.generator.commerce import (
-    OrderFacts,
-)
-from world_app.generator.support import (
-    _Desk,
-    _signed,
-)
+from world_app.generator.commerce import OrderFacts
+from world_app.generator.support import _Desk, _signed
 from world_app.generator.vocabulary import FIRST_NAMES, LAST_NAMES
 from world_app.models import Product
 

@@ -26,16 +26,8 @@ from world_app.generator.commerce import (
     _settle_statuses,
     warranty_end,
 )
-from world_app.generator.people import (
-    CORECRAFT_EMAIL_DOMAIN,
-    EmployeeFacts,
-)
-from world_app.generator.support import (
-    Message,
-    TicketDraft,
-    _Desk,
-    _signed,
-)
+from world_app.generator.people import CORECRAFT_EMAIL_DOMAIN, EmployeeFacts
+from world_app.generator.support import Message, TicketDraft, _Desk, _signed
 from world_app.generator.timeline import add_months
 from world_app.generator.vocabulary import FIRST_NAMES, LAST_NAMES
 from world_app.models import Employee, Product

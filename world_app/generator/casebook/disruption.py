@@ -9,17 +9,9 @@ import re
 from datetime import date, datetime, timedelta
 
 from world_app.generator.casebook.base import DISRUPTED_ORDERS, HUB, STORM_STARTS, _business_hours, _Casebook, _pick
-from world_app.generator.commerce import (
-    OrderFacts,
-    ShipmentFacts,
-)
-from world_app.generator.people import (
-    EmployeeFacts,
-)
-from world_app.generator.support import (
-    _Desk,
-    _signed,
-)
+from world_app.generator.commerce import OrderFacts, ShipmentFacts
+from world_app.generator.people import EmployeeFacts
+from world_app.generator.support import _Desk, _signed
 
 # --- The carrier disruption --------------------------------------------------------------------------------
 

@@ -36,12 +36,7 @@ from world_app.generator.catalog.systems import (
 from world_app.generator.mess import MessPlan
 from world_app.generator.sink import RowSink
 from world_app.generator.timeline import Timeline, add_months, cents
-from world_app.models import (
-    Bundle,
-    BundleItem,
-    Lifecycle,
-    Product,
-)
+from world_app.models import Bundle, BundleItem, Lifecycle, Product
 from world_app.specs import validate_specs
 
 

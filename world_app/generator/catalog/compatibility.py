@@ -8,12 +8,7 @@ from datetime import date
 from decimal import Decimal
 
 from world_app.generator.timeline import Timeline
-from world_app.models import (
-    CompatibilityRule,
-    ProductCategory,
-    RuleOperator,
-    Severity,
-)
+from world_app.models import CompatibilityRule, ProductCategory, RuleOperator, Severity
 
 # --- Compatibility rules ----------------------------------------------------------------------------
 

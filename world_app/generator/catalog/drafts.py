@@ -10,12 +10,7 @@ import random
 from dataclasses import dataclass, field
 from datetime import date
 
-from world_app.models import (
-    Bundle,
-    CompatibilityRule,
-    Lifecycle,
-    Product,
-)
+from world_app.models import Bundle, CompatibilityRule, Lifecycle, Product
 
 # Products per category at scale 1; the catalogue grows with the square root of the scale.
 CATEGORY_COUNTS: dict[str, int] = {

@@ -18,18 +18,8 @@ from world_app.generator.mess import MessPlan
 from world_app.generator.people import People
 from world_app.generator.sink import RowSink
 from world_app.generator.timeline import Timeline, add_months, cents
-from world_app.models import (
-    Build,
-    BuildComponent,
-    Order,
-    OrderLineItem,
-    Payment,
-    Refund,
-    Shipment,
-)
-from world_app.store_rules import (
-    RETURN_WINDOW_DAYS,
-)
+from world_app.models import Build, BuildComponent, Order, OrderLineItem, Payment, Refund, Shipment
+from world_app.store_rules import RETURN_WINDOW_DAYS
 
 
 def build_commerce(

@@ -10,12 +10,8 @@ from datetime import date, datetime
 from world_app.generator.builds import BuildFacts
 from world_app.generator.people import CustomerFacts
 from world_app.generator.timeline import add_months
-from world_app.models import (
-    Product,
-)
-from world_app.store_rules import (
-    REFUND_APPROVAL_LIMIT,
-)
+from world_app.models import Product
+from world_app.store_rules import REFUND_APPROVAL_LIMIT
 
 ORDERS_AT_SCALE_1 = 800
 REFUND_SHARE = 0.11

@@ -16,14 +16,9 @@ from world_app.generator.commerce.facts import ORDERS_AT_SCALE_1, RECENT_SHARE, 
 from world_app.generator.mess import MessPlan
 from world_app.generator.people import CustomerFacts
 from world_app.generator.timeline import ORDERS_START, Timeline, cents
-from world_app.models import (
-    Product,
-)
+from world_app.models import Product
 from world_app.money import discount_share, merchandise_discount, restocking_fee, sales_tax, shipping_cost
-from world_app.store_rules import (
-    COUPONS,
-    Coupon,
-)
+from world_app.store_rules import COUPONS, Coupon
 
 # --- Placing orders ---------------------------------------------------------------------------------
 
