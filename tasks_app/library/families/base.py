@@ -114,6 +114,16 @@ class Family:
         """The task about ``candidate``, or None when the world gives no clean task for it."""
         raise NotImplementedError
 
+    def instance(self, *, calls: list[dict], answer: str, **fields: Any) -> FamilyInstance:
+        """An instance of this family (its name and task type) whose reference makes ``calls`` and answers
+        ``answer``; ``fields`` are the rest of ``FamilyInstance``'s (entity ids, title, branch, criteria...)."""
+        return FamilyInstance(
+            family=self.name,
+            task_type=self.task_type,
+            reference_solution={"calls": calls, "final_answer": answer},
+            **fields,
+        )
+
     def distinct_key(self, candidate: Any) -> Any:
         """Candidates sharing this key would make look-alike tasks (one customer's two orders of one product):
         only the first, in hash order, is used. Default: every candidate is distinct."""

@@ -210,16 +210,15 @@ class OrderCancellationFamily(Family):
                 )
             outcome = "cancelled and refunded" if refund_amount is not None else "cancelled"
             difficulty = "hard" if refund_amount is not None else "easy"
-        return FamilyInstance(
-            family=self.name,
+        return self.instance(
+            calls=calls,
+            answer=answer,
             entity_ids=(order.id,),
             title=f"Cancel {order.id} ({outcome})",
             branch=outcome,
-            task_type=self.task_type,
             difficulty=difficulty,
             instruction=instruction,
             criteria=criteria,
-            reference_solution={"calls": calls, "final_answer": answer},
             tags=["orders", "cancellation", "state-machine", "family"],
             reviewer_notes=f"Order {order.id} is {order.status}; outcome: {outcome}.",
         )

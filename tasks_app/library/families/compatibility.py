@@ -187,16 +187,15 @@ class BuildPartSwapFamily(Family):
                 tone,
             ]
             outcome, difficulty = f"fails {violation['rule_id']}", "hard"
-        return FamilyInstance(
-            family=self.name,
+        return self.instance(
+            calls=calls,
+            answer=answer,
             entity_ids=self.entity_ids(candidate),
             title=f"Swap {old.category} in {build.id} for {new.name} ({outcome})",
             branch="applied" if outcome.endswith("applied") else ("incompatible" if not compatible else "build locked"),
-            task_type=self.task_type,
             difficulty=difficulty,
             instruction=instruction,
             criteria=criteria,
-            reference_solution={"calls": calls, "final_answer": answer},
             tags=["compatibility", "builds", "family"],
             reviewer_notes=(
                 f"Build {build.id} ({build.status}) passes today; with {new.id} instead of {old.id}: "

@@ -151,16 +151,15 @@ class LoyaltyQuoteFamily(Family):
                     required=True,
                 ),
             )
-        return FamilyInstance(
-            family=self.name,
+        return self.instance(
+            calls=[find, quote],
+            answer=answer,
             branch="mismatch" if mismatch else "matches",
             entity_ids=(customer.id, product.id, *([extra.id] if extra else [])),
             title=f"Quote {product.name} for a {claimed}-tier claim ({'mismatch' if mismatch else 'matches'})",
-            task_type=self.task_type,
             difficulty="hard" if mismatch else "easy",
             instruction=instruction,
             criteria=criteria,
-            reference_solution={"calls": [find, quote], "final_answer": answer},
             tags=["loyalty", "pricing", "family", "tier-mismatch" if mismatch else "tier-matches"],
             reviewer_notes=f"Tier on file: {actual} ({pct}%); claimed: {claimed}. Quote total {priced['total']}.",
         )

@@ -138,16 +138,15 @@ class ProductOrderAuditFamily(Family):
                 category="format",
             ),
         ]
-        return FamilyInstance(
-            family=self.name,
+        return self.instance(
+            calls=calls,
+            answer=answer,
             entity_ids=self.entity_ids(candidate),
             title=f"All{status_words} orders of {product.name} ({len(ids)} orders, {len(calls)} pages)",
             branch="one status" if status else "every status",
-            task_type=self.task_type,
             difficulty="hard" if len(calls) > 2 else "medium",
             instruction=instruction,
             criteria=criteria,
-            reference_solution={"calls": calls, "final_answer": answer},
             tags=["paging", "search", "aggregation", "family"],
             reviewer_notes=(
                 f"search_orders {query} returns {len(ids)} orders over {len(calls)} pages of {first['limit']}; "

@@ -221,15 +221,14 @@ class PeriodOrderAuditFamily(Family):
                 judged("The reply says which period and which trait it covered.", category="format"),
             ]
             branch = "none"
-        return FamilyInstance(
-            family=self.name,
+        return self.instance(
+            calls=calls,
+            answer=answer,
             entity_ids=self.entity_ids(candidate),
             title=f"Orders of {label} that {trait} ({len(ids)} of {len(orders)}, {len(calls)} pages of {MAX_LIMIT})",
-            task_type=self.task_type,
             difficulty="medium",
             instruction=instruction,
             criteria=criteria,
-            reference_solution={"calls": calls, "final_answer": answer},
             tags=["paging", "aggregation", "date-relation", "family"],
             reviewer_notes=(
                 f"search_orders placed {start.isoformat()} <= day < {end.isoformat()} (world zone): {len(orders)} "

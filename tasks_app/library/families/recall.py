@@ -231,15 +231,14 @@ class RecallNoticeFamily(Family):
                 required=True,
             )
         )
-        return FamilyInstance(
-            family=self.name,
+        return self.instance(
+            calls=calls,
+            answer=answer,
             entity_ids=self.entity_ids(candidate),
             title=f"Notice on {product.name}: deliveries {window} ({len(affected)} of {len(orders)} orders)",
-            task_type=self.task_type,
             difficulty="medium",
             instruction=instruction,
             criteria=criteria,
-            reference_solution={"calls": calls, "final_answer": answer},
             tags=["recall", "join", "date-relation", "judgement:recall-scope", "family"],
             reviewer_notes=(
                 f"{product.id} ({product.sku}) is on {len(orders)} orders, each with one shipment; delivered "

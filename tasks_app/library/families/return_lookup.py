@@ -224,15 +224,14 @@ class ReturnLookupFamily(ReturnLineFamily):
             calls = lookups
             branch = "outside window"
         days = (world_today() - window.delivered_on).days
-        return FamilyInstance(
-            family=self.name,
+        return self.instance(
+            calls=calls,
+            answer=answer,
             entity_ids=(line.id,),
             title=f"Chat return of {product} ({customer.email}): {branch}",
-            task_type=self.task_type,
             difficulty="hard" if window.is_open else "medium",
             instruction=instruction,
             criteria=criteria,
-            reference_solution={"calls": calls, "final_answer": answer},
             tags=["returns", "return-window", "lookup", "judgement:return-window", "family"],
             reviewer_notes=(
                 f"Account {customer.id} by email; {line.product_id} bought once, on {order.id}; delivered "

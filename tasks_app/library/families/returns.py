@@ -206,16 +206,15 @@ class ReturnRequestFamily(ReturnLineFamily):
             calls = [read]
             difficulty = "easy" if window.days_since_delivery > 90 else "medium"
             outcome = "outside window"
-        return FamilyInstance(
-            family=self.name,
+        return self.instance(
+            calls=calls,
+            answer=answer,
             entity_ids=(line.id,),
             title=f"Return of {product} on {order.id} ({outcome})",
             branch=outcome,
-            task_type=self.task_type,
             difficulty=difficulty,
             instruction=instruction,
             criteria=criteria,
-            reference_solution={"calls": calls, "final_answer": answer},
             tags=[
                 "returns",
                 "restocking-fee" if window.is_open else "return-window",

@@ -160,16 +160,15 @@ class ShipmentStatusFamily(Family):
             ),
             reply_tone(customer.first_name),
         ]
-        return FamilyInstance(
-            family=self.name,
+        return self.instance(
+            calls=calls,
+            answer=answer,
             entity_ids=(order.id,),
             title=f"Where is order {order.id} ({status.replace('_', ' ')})",
             branch=status.replace("_", " "),
-            task_type=self.task_type,
             difficulty="medium" if status != "delivered" else "easy",
             instruction=instruction,
             criteria=criteria,
-            reference_solution={"calls": calls, "final_answer": answer},
             tags=["shipping", "search", "time-window", "family"],
             reviewer_notes=(
                 f"Order {order.id} placed {placed.isoformat()}; shipment {shipment.id} {carrier} "

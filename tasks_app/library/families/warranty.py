@@ -215,16 +215,15 @@ class WarrantyClaimFamily(Family):
             calls = reads
             difficulty = "medium"
             outcome = "out of warranty"
-        return FamilyInstance(
-            family=self.name,
+        return self.instance(
+            calls=calls,
+            answer=answer,
             entity_ids=(line.id,),
             title=f"Warranty: {product} on {order.id} ({outcome})",
             branch=outcome,
-            task_type=self.task_type,
             difficulty=difficulty,
             instruction=instruction,
             criteria=criteria,
-            reference_solution={"calls": calls, "final_answer": answer},
             tags=["warranty", "time-window", "family", outcome.replace(" ", "-")],
             reviewer_notes=(
                 f"Delivered {delivered_on.isoformat()} ({days} days before the world's today), "
