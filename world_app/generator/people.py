@@ -283,15 +283,7 @@ _EMPLOYEE_PLAN = (
 
 _PERMISSIONS_BY_ROLE = {
     "manager": EMPLOYEE_PERMISSIONS,
-    "team_lead": (
-        "view_orders",
-        "edit_orders",
-        "issue_refunds",
-        "approve_refunds_over_limit",
-        "approve_policy_exceptions",
-        "manage_tickets",
-        "manage_builds",
-    ),
+    "team_lead": tuple(p for p in EMPLOYEE_PERMISSIONS if p != "manage_inventory"),  # all but the stock
     "senior_agent": ("view_orders", "edit_orders", "issue_refunds", "manage_tickets", "manage_builds"),
     "agent": ("view_orders", "issue_refunds", "manage_tickets"),
     "product_specialist": ("view_orders", "manage_tickets", "manage_inventory", "manage_builds"),

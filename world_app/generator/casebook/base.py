@@ -24,6 +24,7 @@ from world_app.generator.commerce import (
     _Counters,
     _event,
     _price_order,
+    declined_card_payment,
 )
 from world_app.generator.knowledge_base import KnowledgeBase
 from world_app.generator.mess import MessPlan
@@ -200,19 +201,7 @@ class _Casebook:
         method = method or rng.choices(("card", "paypal", "apple_pay", "google_pay"), weights=(60, 20, 11, 9))[0]
         at = order.created_at + timedelta(seconds=rng.randint(30, 240))
         if fail_first:
-            order.payments.append(
-                PaymentFacts(
-                    counter.payment_id(),
-                    "card",
-                    "failed",
-                    order.total,
-                    at,
-                    at + timedelta(seconds=4),
-                    counter.transaction_id(rng),
-                    card_last4=f"{rng.randrange(10000):04d}",
-                    failure_reason=rng.choice(_DECLINES),
-                )
-            )
+            order.payments.append(declined_card_payment(rng, counter, order, at, reasons=_DECLINES))
             at += timedelta(minutes=rng.randint(3, 90))
         order.payments.append(
             PaymentFacts(

@@ -21,9 +21,9 @@ from world_app.generator.casebook.base import (
 from world_app.generator.commerce import (
     LineFacts,
     OrderFacts,
-    PaymentFacts,
     _add_refund,
     _settle_statuses,
+    declined_card_payment,
     warranty_end,
 )
 from world_app.generator.people import CORECRAFT_EMAIL_DOMAIN, EmployeeFacts
@@ -50,19 +50,7 @@ def _unpaid_orders(book: _Casebook, *, scale: float) -> None:
         order = book.order(rng, account, moment.replace(microsecond=0), [(product, 1)])
         at = order.created_at + timedelta(seconds=rng.randint(30, 200))
         reason = rng.choice(_DECLINES)
-        order.payments.append(
-            PaymentFacts(
-                counter.payment_id(),
-                "card",
-                "failed",
-                order.total,
-                at,
-                at + timedelta(seconds=4),
-                counter.transaction_id(rng),
-                card_last4=f"{rng.randrange(10000):04d}",
-                failure_reason=reason,
-            )
-        )
+        order.payments.append(declined_card_payment(rng, counter, order, at, reason=reason))
         if timeline.days_ago(order.created_at) > 7:
             order.status = "cancelled"
             order.cancelled_at = order.created_at + timedelta(days=7)

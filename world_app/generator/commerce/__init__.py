@@ -23,7 +23,7 @@ from world_app.generator.commerce.facts import (
     ShipmentFacts,
     warranty_end,
 )
-from world_app.generator.commerce.fulfilment import _Counters, _event
+from world_app.generator.commerce.fulfilment import _Counters, _event, declined_card_payment
 from world_app.generator.commerce.orders import _price_order
 from world_app.generator.commerce.refunds import _add_refund, _settle_statuses
 
@@ -43,5 +43,6 @@ __all__ = [
     "_settle_statuses",
     "_write_order",
     "build_commerce",
+    "declined_card_payment",
     "warranty_end",
 ]

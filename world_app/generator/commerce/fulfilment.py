@@ -5,6 +5,7 @@ events, the order's status as it goes, and the records that contradict each othe
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from world_app.generator.commerce.facts import (
@@ -60,6 +61,33 @@ class _Counters:
                 return value
 
 
+def declined_card_payment(
+    rng: random.Random,
+    counter: _Counters,
+    order: OrderFacts,
+    at: datetime,
+    *,
+    reasons: Sequence[str] = (),
+    reason: str = "",
+) -> PaymentFacts:
+    """A card payment of the order's total that the bank declined at ``at`` (answered in 4 seconds). The reason is
+    ``reason``, or one of ``reasons`` drawn after the card's digits (the order the generator has always drawn in)."""
+    payment_id = counter.payment_id()
+    transaction_id = counter.transaction_id(rng)
+    card_last4 = f"{rng.randrange(10000):04d}"
+    return PaymentFacts(
+        payment_id,
+        "card",
+        "failed",
+        order.total,
+        at,
+        at + timedelta(seconds=4),
+        transaction_id,
+        card_last4=card_last4,
+        failure_reason=reason or rng.choice(reasons),
+    )
+
+
 def _fulfil(rng: random.Random, order: OrderFacts, *, timeline: Timeline, counter: _Counters) -> None:
     age = timeline.days_ago(order.created_at)
     method = "bank_transfer" if order.total >= 100000 and rng.random() < 0.25 else None
@@ -68,19 +96,7 @@ def _fulfil(rng: random.Random, order: OrderFacts, *, timeline: Timeline, counte
     if age > 0.2 and rng.random() < 0.045:
         # A declined card first, then a second attempt that went through.
         failed_at = attempt_at
-        order.payments.append(
-            PaymentFacts(
-                counter.payment_id(),
-                "card",
-                "failed",
-                order.total,
-                failed_at,
-                failed_at + timedelta(seconds=4),
-                counter.transaction_id(rng),
-                card_last4=f"{rng.randrange(10000):04d}",
-                failure_reason=rng.choice(PAYMENT_FAILURES),
-            )
-        )
+        order.payments.append(declined_card_payment(rng, counter, order, failed_at, reasons=PAYMENT_FAILURES))
         attempt_at = failed_at + timedelta(minutes=rng.randint(3, 45))
         method = rng.choice(("card", "paypal", "apple_pay"))
     payment = PaymentFacts(
