@@ -115,27 +115,16 @@ def _version_hash(fields: dict[str, Any], criteria_hashes: list[tuple[str, str]]
 def _criteria_rows(inputs: list[CriterionInput]) -> list[Criterion]:
     rows = []
     for position, item in enumerate(inputs):
-        spec = item.spec
-        rows.append(
-            Criterion(
-                key=item.key or uuid.uuid4(),
-                position=position,
-                kind=item.kind,
-                text=item.text,
-                spec=spec,
-                weight=item.weight,
-                category=item.category,
-                required=item.required,
-                content_hash=criterion_content_hash(
-                    kind=item.kind,
-                    text=item.text,
-                    spec=spec,
-                    weight=item.weight,
-                    category=item.category,
-                    required=item.required,
-                ),
-            )
-        )
+        fields = {
+            "kind": item.kind,
+            "text": item.text,
+            "spec": item.spec,
+            "weight": item.weight,
+            "category": item.category,
+            "required": item.required,
+        }
+        content_hash = criterion_content_hash(**fields)
+        rows.append(Criterion(key=item.key or uuid.uuid4(), position=position, content_hash=content_hash, **fields))
     return rows
 
 

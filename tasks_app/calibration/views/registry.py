@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -45,16 +50,8 @@ def endpoint_edit(request: HttpRequest, endpoint_id: int | None = None) -> HttpR
     if endpoint is not None:
         initial = {name: getattr(endpoint, name) for name in EndpointForm.base_fields}
     form = EndpointForm(request.POST or None, initial=initial, endpoint=endpoint)
-    if request.method == "POST" and form.is_valid():
-        try:
-            saved = model_endpoint_save(user=request.user, fields=form.cleaned_data, endpoint=endpoint)
-        except ValidationError as exc:
-            add_service_errors(form, exc)
-        else:
-            messages.success(request, f"Saved endpoint {saved.name}.")
-            return redirect("calibration:endpoints")
-    status = 400 if request.method == "POST" else 200
-    return render(request, "calibration/endpoint_form.html", {"form": form, "endpoint": endpoint}, status=status)
+    save = partial(model_endpoint_save, user=request.user, endpoint=endpoint)
+    return _registry_form(request, form, save, "endpoint", "calibration/endpoint_form.html", {"endpoint": endpoint})
 
 
 @require_POST
@@ -84,13 +81,22 @@ def judge_edit(request: HttpRequest, judge_id: int | None = None) -> HttpRespons
     judge = get_object_or_404(JudgeConfig, pk=judge_id) if judge_id else None
     initial = {name: getattr(judge, name) for name in JudgeConfigForm.base_fields} if judge else None
     form = JudgeConfigForm(request.POST or None, initial=initial, judge_config=judge)
+    save = partial(judge_config_save, user=request.user, judge_config=judge)
+    return _registry_form(request, form, save, "judge configuration", "calibration/judge_form.html", {"judge": judge})
+
+
+def _registry_form(
+    request: HttpRequest, form: forms.Form, save: Callable[..., Any], what: str, template: str, context: dict
+) -> HttpResponse:
+    """A registry form's POST: ``save(fields=...)`` the valid form and go back to the registry, or show the form
+    again (400) with the service's refusals on their fields; a GET shows the form."""
     if request.method == "POST" and form.is_valid():
         try:
-            saved = judge_config_save(user=request.user, fields=form.cleaned_data, judge_config=judge)
+            saved = save(fields=form.cleaned_data)
         except ValidationError as exc:
             add_service_errors(form, exc)
         else:
-            messages.success(request, f"Saved judge configuration {saved.name}.")
+            messages.success(request, f"Saved {what} {saved.name}.")
             return redirect("calibration:endpoints")
     status = 400 if request.method == "POST" else 200
-    return render(request, "calibration/judge_form.html", {"form": form, "judge": judge}, status=status)
+    return render(request, template, {"form": form, **context}, status=status)
