@@ -204,10 +204,12 @@ def row_contract(row: ReleaseRow) -> dict:
 # --- services -------------------------------------------------------------------------------------------------
 
 
-@transaction.atomic
 def trainer_episode_open(*, row: ReleaseRow, token: ApiToken | None, credential: Credential) -> TrainerEpisode:
     """A fresh world episode on the snapshot version the row was frozen with, linked to the row, owned by
-    ``credential`` (the token's, or a session user's)."""
+    ``credential`` (the token's, or a session user's).
+
+    Both rows (the world episode and the trainer's link) go in one statement: one round trip, no transaction.
+    """
     version = (row.content or {}).get("snapshot_version")
     snapshot = _snapshots.get(version) if version else None
     if snapshot is None and version:
@@ -216,18 +218,25 @@ def trainer_episode_open(*, row: ReleaseRow, token: ApiToken | None, credential:
             _snapshots.put(version, snapshot)
     if snapshot is None:
         raise RowSnapshotMissing(f"snapshot version {version!r} of this row is not published here")
-    episode = episode_create(
+    opened: list[TrainerEpisode] = []
+
+    def link(episode: Episode) -> list[TrainerEpisode]:
+        opened.append(TrainerEpisode(episode=episode, release=row.release, row=row, split=row.split, token=token))
+        return opened
+
+    episode_create(
         snapshot=snapshot,
         label=f"release {row.release.slug} row {row.pk}"[:200],
         owner_id=credential.user_id,
         credential=credential.key,
         simulated_user=(row.content or {}).get("simulated_user") or {},
+        linked=link,
     )
-    opened = TrainerEpisode.objects.create(episode=episode, release=row.release, row=row, split=row.split, token=token)
-    opened.owner_id = credential.user_id
-    # Held once committed: its tool calls then read nothing but the step they append.
-    transaction.on_commit(lambda: _open_episodes.put(opened.pk, opened))
-    return opened
+    trainer_episode = opened[0]
+    trainer_episode.owner_id = credential.user_id
+    # Held once committed (at once in autocommit): its tool calls then read nothing but the step they append.
+    transaction.on_commit(lambda: _open_episodes.put(trainer_episode.pk, trainer_episode))
+    return trainer_episode
 
 
 def trainer_episode_tool_call(*, trainer_episode: TrainerEpisode, name: str, arguments: Any) -> EpisodeStep:
