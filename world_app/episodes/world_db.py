@@ -60,7 +60,16 @@ def world_tables() -> dict[str, tuple[str, list[str]]]:
 
 
 def table_order(table: str) -> int:
-    return list(world_tables()).index(table)
+    """The table's place in dependency order (``ValueError`` for anything that is not a world table)."""
+    try:
+        return _table_positions()[table]
+    except KeyError:
+        raise ValueError(f"{table!r} is not a world table") from None
+
+
+@cache
+def _table_positions() -> dict[str, int]:
+    return {table: position for position, table in enumerate(world_tables())}
 
 
 def world_connection_open(image: SharedImage | None = None) -> WorldConnection:
@@ -198,6 +207,25 @@ def row_read(conn: sqlite3.Connection, table: str, pk: str) -> Row | None:
     return None if found is None else dict(zip(sql.columns, found, strict=True))
 
 
+# Primary keys per batched read: far below SQLite's limit on bound parameters.
+_ROWS_PER_READ = 250
+
+
+def _rows_read(conn: sqlite3.Connection, table: str, pks: list[str]) -> dict[Any, Row]:
+    """The rows of ``table`` with these primary keys, as ``row_read`` reads them, by their stored key: one
+    statement per batch of keys instead of one per row (a write tool touches several rows of a table)."""
+    sql = table_sql(table)
+    pk = world_tables()[table][0]
+    key = sql.columns.index(pk)
+    rows: dict[Any, Row] = {}
+    for start in range(0, len(pks), _ROWS_PER_READ):
+        batch = pks[start : start + _ROWS_PER_READ]
+        select = sql.select_row.removesuffix(" = ?") + f" IN ({', '.join('?' * len(batch))})"
+        for found in conn.execute(select, batch).fetchall():
+            rows[found[key]] = dict(zip(sql.columns, found, strict=True))
+    return rows
+
+
 _TAKE_CHANGES = f'SELECT DISTINCT tbl, pk FROM "{CHANGES_TABLE}"'  # noqa: S608
 _FORGET_CHANGES = f'DELETE FROM "{CHANGES_TABLE}"'  # noqa: S608
 # The (table, pk) written since the last ``changes_take``, read without forgetting them.
@@ -210,9 +238,13 @@ def changes_take(conn: sqlite3.Connection) -> list[Change]:
     if not touched:
         return []
     conn.execute(_FORGET_CHANGES)
+    found: dict[str, dict[Any, Row]] = {}
+    for table in {table for table, _pk in touched}:
+        found[table] = _rows_read(conn, table, [pk for t, pk in touched if t == table])
     changes = []
     for table, pk in sorted(touched, key=lambda t: (table_order(t[0]), t[1])):
-        row = row_read(conn, table, pk)
+        # A row the batched read did not find by this key is read alone, as always (gone: deleted).
+        row = found[table].get(pk) or row_read(conn, table, pk)
         if row is None:
             changes.append({"table": table, "pk": pk, "op": "delete"})
         else:
