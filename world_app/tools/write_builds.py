@@ -26,11 +26,12 @@ from world_app.tools.results import ErrorCode, ToolError
 
 
 def _save_parts(build: Build, parts: list[tuple[Product, int]]) -> list[BuildComponent]:
+    # One baked INSERT per part (create_row): the ORM's bulk_create compiled its statement on every call.
     ids = new_ids(BuildComponent, len(parts))
-    return BuildComponent.objects.bulk_create(
-        BuildComponent(id=component_id, build=build, product=product, quantity=quantity)
+    return [
+        create_row(BuildComponent, id=component_id, build=build, product=product, quantity=quantity)
         for component_id, (product, quantity) in zip(ids, parts, strict=True)
-    )
+    ]
 
 
 def _components(build: Build) -> list[BuildComponent]:
