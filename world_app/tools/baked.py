@@ -243,6 +243,9 @@ def _params(statement: _Statement, values: tuple[Value, ...], connection) -> lis
 class _Update:
     sql: str
     fields: tuple  # the model fields SET, in order
+    # The fields ``Model._prepare_related_fields_for_save`` has to look at (None: let it look at all of them).
+    # Empty: none of them is a relation, and the model has no private (generic) relations: nothing to check.
+    related: tuple | None = None
 
 
 _UPDATES: dict[tuple[type[Model], tuple[str, ...]], _Update | None] = {}
@@ -283,7 +286,8 @@ def save_fields(instance: Model, update_fields: Sequence[str]) -> None:
     if update is None or raw is None:
         instance.save(update_fields=update_fields)
         return
-    instance._prepare_related_fields_for_save(operation_name="save", fields=update.fields)
+    if update.related is None or update.related:
+        instance._prepare_related_fields_for_save(operation_name="save", fields=update.related or update.fields)
     params = [field.get_db_prep_save(getattr(instance, field.attname), connection) for field in update.fields]
     params.append(model._meta.pk.get_db_prep_value(instance.pk, connection))
     connection.validate_no_broken_transaction()
@@ -302,7 +306,19 @@ def _update_bake(model: type[Model], names: tuple[str, ...]) -> _Update | None:
         return None  # the ORM's save says what is wrong, or sets the field itself
     table, pk = model._meta.db_table, model._meta.pk.column
     assignments = ", ".join(f'"{field.column}" = ?' for field in fields)
-    return _Update(sql=f'UPDATE "{table}" SET {assignments} WHERE "{pk}" = ?', fields=fields)  # noqa: S608
+    return _Update(
+        sql=f'UPDATE "{table}" SET {assignments} WHERE "{pk}" = ?',  # noqa: S608
+        fields=fields,
+        related=_related_to_check(model, fields),
+    )
+
+
+def _related_to_check(model: type[Model], fields: tuple) -> tuple | None:
+    """What ``_prepare_related_fields_for_save`` checks of a save of ``fields``: it looks only at relations, so
+    the relations among them (empty: nothing to check); None, all of them, when the model has generic relations."""
+    if model._meta.private_fields:
+        return None
+    return tuple(field for field in fields if field.is_relation)
 
 
 _INSERTS: dict[type[Model], _Update | None] = {}
@@ -322,7 +338,8 @@ def create_row(model: type[M], **values: Any) -> M:
     if insert is None or not instance.pk or raw is None:
         instance.save(force_insert=True, using=db)
         return instance
-    instance._prepare_related_fields_for_save(operation_name="save")
+    if insert.related is None or insert.related:
+        instance._prepare_related_fields_for_save(operation_name="save", fields=insert.related)
     params = [field.get_db_prep_save(field.pre_save(instance, True), connection) for field in insert.fields]
     connection.validate_no_broken_transaction()
     with connection.wrap_database_errors:
@@ -344,4 +361,8 @@ def _insert_bake(model: type[Model]) -> _Update | None:
         return None  # the ORM's insert fills or returns something itself
     columns = ", ".join(f'"{field.column}"' for field in fields)
     placeholders = ", ".join("?" * len(fields))
-    return _Update(sql=f'INSERT INTO "{meta.db_table}" ({columns}) VALUES ({placeholders})', fields=fields)  # noqa: S608
+    return _Update(
+        sql=f'INSERT INTO "{meta.db_table}" ({columns}) VALUES ({placeholders})',  # noqa: S608
+        fields=fields,
+        related=_related_to_check(model, tuple(meta.concrete_fields)),
+    )
