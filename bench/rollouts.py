@@ -50,6 +50,11 @@ import django  # noqa: E402
 
 django.setup()
 
+from django.conf import settings  # noqa: E402
+
+# No query log (the worker processes import this module too): measure the rollouts, not Django's debug cursor.
+settings.DEBUG = False
+
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
@@ -299,7 +304,7 @@ def run(version, *, base_url: str, args) -> dict:
     ideal = args.ideal_s
     target = TARGET_OVERHEAD_LOCKSTEP if args.spread == "lockstep" else TARGET_OVERHEAD
     failed = [r for r in results if r.status != RolloutStatus.FINISHED]
-    per_rollout = [finished_at[r.pk] - began for r in results if r.pk in finished_at]
+    tool_ms = [call["latency_ms"] for r in results for call in r.tool_calls or ()]
 
     # Programmatic verdicts per second: the judge's deterministic pass over each finished rollout.
     criteria = list(version.criteria.order_by("position"))
@@ -328,6 +333,9 @@ def run(version, *, base_url: str, args) -> dict:
         "rollout_done_p50_s": round(pct(per_rollout, 0.5), 3),
         "rollout_done_p95_s": round(pct(per_rollout, 0.95), 3),
         "agent_loop_p50_ms": round(pct([r.latency_ms for r in results], 0.5), 1),
+        # A tool call's wall time in the batch (its CPU plus any queueing behind the other rollouts' work).
+        "tool_call_p50_ms": round(pct(tool_ms, 0.5), 2),
+        "tool_call_p95_ms": round(pct(tool_ms, 0.95), 2),
         "processes": processes,
         "cpu_ms_per_rollout": round(1000 * cpu_s / len(results), 1),
         "completions_per_s": round(sum(r.turns for r in results) / wall, 1),
@@ -391,6 +399,8 @@ def report(figures: dict, args) -> None:
         ("orchestration overhead", f"{figures['overhead_pct']:.2f} % (<= {figures['target_overhead_pct']:.0f} %)"),
         ("rollout done p50 / p95", f"{figures['rollout_done_p50_s']:.3f} s / {figures['rollout_done_p95_s']:.3f} s"),
         ("agent loop p50 (model + tools)", f"{figures['agent_loop_p50_ms']:.1f} ms"),
+        ("tool call in the batch p50 / p95", f"{figures['tool_call_p50_ms']:.2f} ms / "
+                                             f"{figures['tool_call_p95_ms']:.2f} ms"),
         ("worker processes", f"{figures['processes']}"),
         ("CPU per rollout (all phases)", f"{figures['cpu_ms_per_rollout']:.1f} ms"),
         ("  of which, one at a time (p50):", ""),
