@@ -29,7 +29,7 @@ from world_app.episodes import (
     episode_world,
 )
 from world_app.episodes.cache import episode_cache
-from world_app.episodes.step_log import step_writer
+from world_app.episodes.step_log import step_writer, steps_appended_now
 from world_app.models import Episode, EpisodeStep, Order, Product
 from world_app.snapshots import snapshot_publish
 
@@ -166,6 +166,24 @@ def test_a_step_inside_the_callers_transaction_is_appended_in_it(world):
         step = episode_step(episode=episode, name="in it", arguments={}, fn=dict)
         assert logged_seqs(episode) == [1, 2]
     assert step.seq == 2 and not step_writer.holds(episode.pk)
+
+
+def test_steps_appended_now_are_logged_at_once_after_the_deferred_ones(world):
+    episode = episode_create(label="appended now")
+    episode_step(episode=episode, name="deferred", arguments={}, fn=dict)
+    writer_before = step_writer.statements
+    with steps_appended_now():
+        # The deferred step is written first (the log keeps its order), then this one in its own statement.
+        step = episode_step(episode=episode, name="now", arguments={}, fn=dict)
+        assert logged_seqs(episode) == [1, 2]
+        assert not step_writer.holds(episode.pk)
+        step_writer_used = step_writer.statements - writer_before
+        episode_step(episode=episode, name="now too", arguments={}, fn=dict)
+        assert logged_seqs(episode) == [1, 2, 3]
+        assert step_writer.statements - writer_before == step_writer_used  # no lease taken for it
+    assert step.seq == 2
+    episode_step(episode=episode, name="deferred again", arguments={}, fn=dict)  # outside: deferred again
+    assert step_writer.holds(episode.pk) and logged_seqs(episode) == [1, 2, 3]
 
 
 STEPS_THEN_REBUILD_ELSEWHERE = """

@@ -23,6 +23,7 @@ from world_app.episodes.errors import (
     SnapshotIntegrityError,
     SnapshotNotPublished,
 )
+from world_app.episodes.step_log import steps_appended_now
 
 __all__ = [
     "EpisodeClosed",
@@ -44,4 +45,5 @@ __all__ = [
     "episodes_close_idle",
     "episodes_purge_closed",
     "scratch_world",
+    "steps_appended_now",
 ]

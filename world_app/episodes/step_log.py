@@ -25,6 +25,9 @@ import os
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -62,6 +65,26 @@ def lease_wait(episode_id: uuid.UUID) -> None:
     """
     with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock_shared(%s, %s)", lease_key(episode_id))
+
+
+# Set by steps_appended_now: steps taken in this context (this thread) are appended at once, not deferred.
+_appended_now: ContextVar[bool] = ContextVar("episode_steps_appended_now", default=False)
+
+
+@contextmanager
+def steps_appended_now() -> Iterator[None]:
+    """Steps taken inside (in this thread) are appended at once, one statement on Django's connection each.
+
+    For a driver that takes one step per model turn (a model rollout): a batch would hold one step and cost it
+    three statements in two round trips through the process's one step writer, where the append is one statement
+    on the thread's own connection; with many such drivers in a process (a worker's concurrent rollouts answered
+    at once) every lease and every write queued behind each other's on that one connection.
+    """
+    token = _appended_now.set(True)
+    try:
+        yield
+    finally:
+        _appended_now.reset(token)
 
 
 @dataclass(eq=False)
@@ -159,9 +182,12 @@ class StepWriter:
 
     @staticmethod
     def defers() -> bool:
-        """Whether a step taken now may be deferred: the setting, and no transaction of the caller's on Django's
-        connection (a step inside one is logged in it, so it shares the transaction's fate)."""
-        return settings.EPISODE_LOG_DEFER and not connections[DEFAULT_DB_ALIAS].in_atomic_block
+        """Whether a step taken now may be deferred: the setting, not inside ``steps_appended_now``, and no
+        transaction of the caller's on Django's connection (a step inside one is logged in it, so it shares the
+        transaction's fate)."""
+        return (
+            settings.EPISODE_LOG_DEFER and not _appended_now.get() and not connections[DEFAULT_DB_ALIAS].in_atomic_block
+        )
 
     def holds(self, episode_id: uuid.UUID) -> bool:
         """This process holds the episode's lease: no one else can have moved its log, the copy is current."""

@@ -21,7 +21,7 @@ from tasks_app.calibration.rollouts.agent import (
 from tasks_app.calibration.rollouts.replays import perturbation_for, red_team_policy_for, replay_solution
 from tasks_app.models import Rollout, RolloutPolicy, RolloutStatus, TaskVersion
 from world_app.contract import agent_contract
-from world_app.episodes import episode_close, episode_create
+from world_app.episodes import episode_close, episode_create, steps_appended_now
 from world_app.models import WorldSnapshot
 from world_app.tools.registry import call_tool_step, storable
 
@@ -191,15 +191,18 @@ def _policy_run(rollout: Rollout, *, run_tool, client) -> AgentRun:
         endpoint = rollout.endpoint
         if endpoint is None:
             raise ValueError("a model rollout needs an endpoint")
-        return agent_loop(
-            client=client or endpoint_client(endpoint),
-            instruction=version.instruction,
-            run_tool=run_tool,
-            tools=endpoint_tools(endpoint.sampling or {}),
-            sampling=request_sampling(endpoint.sampling),
-            limits=AgentLimits.from_sampling(endpoint.sampling),
-            before_model_call=_connection_release,
-        )
+        # One step per model turn: each is appended at once on this thread's connection. Deferred, it would cost
+        # two round trips through the process's one step writer, where concurrent rollouts queue behind each other.
+        with steps_appended_now():
+            return agent_loop(
+                client=client or endpoint_client(endpoint),
+                instruction=version.instruction,
+                run_tool=run_tool,
+                tools=endpoint_tools(endpoint.sampling or {}),
+                sampling=request_sampling(endpoint.sampling),
+                limits=AgentLimits.from_sampling(endpoint.sampling),
+                before_model_call=_connection_release,
+            )
     raise ValueError(f"unknown policy {rollout.policy!r}")
 
 
