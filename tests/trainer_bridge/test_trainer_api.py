@@ -430,3 +430,47 @@ def test_text_postgres_cannot_store_is_a_400_in_finish_and_an_item_error_in_batc
     status, data = post(client, "/api/v1/rewards/batch/", {"items": [{"episode_id": episode_id, **payload}]})
     assert status == 200 and data["results"][0]["error"]["code"] == "invalid"
     assert finish(client, episode_id, "fine")[0] == 200  # the episode is still open and scoreable
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", "episode"])
+def test_in_autocommit_open_and_finish_are_single_unhurried_statements(settings):
+    """As a server runs them (no transaction around the request): the open is one statement, the finish's close and
+    its store one each (besides the judgement's reads), none waits for the WAL flush, and the setting lasts only for
+    the statement's own transaction."""
+    from django.db import connections
+
+    from tests.world_app.test_episodes import statements_run
+    from trainer_bridge.authentication import token_for_secret
+    from trainer_bridge.trainer_services import trainer_episode_finish, trainer_episode_open, trainer_episode_tool_call
+
+    tw = trainer_world_make(slug="autocommit")
+    row = tw.rows("train", llm=False)[0]
+    token = token_for_secret(tw.token(*TRAINER))
+    credential = token.episode_credential
+    trainer_episode_open(row=row, token=token, credential=credential)  # the first reads the snapshot and its image
+    with statements_run() as opening:
+        opened = trainer_episode_open(row=row, token=token, credential=credential)
+    assert len(opening) == 1 and "synchronous_commit" in opening[0], opening
+    for name, arguments in (
+        ("get_order_details", {"order_id": tw.order_id}),
+        ("update_order_status", {"order_id": tw.order_id, "status": "backorder", "reason": "GPU"}),
+    ):
+        assert trainer_episode_tool_call(trainer_episode=opened, name=name, arguments=arguments).is_error is False
+    with statements_run() as finishing:
+        finished = trainer_episode_finish(trainer_episode=opened, final_answer=GOOD_ANSWER)
+    # The judgement's own reads and its new verdicts aside: the close, then the judgement stored, one each.
+    writes = [s for s in finishing if s.lstrip().startswith(("WITH", "UPDATE")) and "rubrics_app_verdict" not in s]
+    assert [("world_app_episode" in sql, "trainer_bridge_trainerepisode" in sql) for sql in writes] == [
+        (True, False),
+        (False, True),
+    ], writes
+    assert all("synchronous_commit" in sql for sql in writes), writes
+    assert not any("FOR UPDATE" in sql or "pg_advisory_xact_lock_shared(%s" in sql for sql in finishing), finishing
+    with connections["default"].cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        assert cursor.fetchone() == ("on",)
+    assert finished.reward == 1.0 and finished.status == "finished"
+    stored = TrainerEpisode.objects.get(pk=opened.pk)
+    assert (stored.status, stored.reward, stored.final_answer) == ("finished", 1.0, GOOD_ANSWER)
+    assert Episode.objects.get(pk=opened.pk).status == "closed"
+    assert Episode.objects.get(pk=opened.pk).step_count == 2

@@ -168,6 +168,15 @@ def _catch_up(hot: HotEpisode, *, waited: bool = False) -> None:
     hot.last_step_id, hot.seq = pending[-1][0], pending[-1][1]
 
 
+UNHURRIED_CTE = "unhurried AS (SELECT set_config('synchronous_commit', 'off', true))"
+
+
+def _unhurried() -> bool:
+    """Whether a statement about to run on Django's connection is its own transaction and may commit without
+    waiting for the WAL flush (``EPISODE_LOG_ASYNC_COMMIT``; never inside a caller's transaction)."""
+    return settings.EPISODE_LOG_ASYNC_COMMIT and not connections[DEFAULT_DB_ALIAS].in_atomic_block
+
+
 # Not a transaction of its own: its one write is one INSERT (with ``linked``, one statement inserting every row),
 # and inside a caller's transaction (a trainer's open) the savepoint an atomic block adds cost two round trips.
 def episode_create(
@@ -219,9 +228,13 @@ def _insert_together(rows: Sequence[Model]) -> None:
         ((sql, values),) = query.get_compiler(connection=connection).as_sql()
         parts.append(sql)
         params.extend(values)
-    head = ", ".join(f"inserted_{i} AS ({sql})" for i, sql in enumerate(parts[:-1]))
+    ctes = [f"inserted_{i} AS ({sql})" for i, sql in enumerate(parts[:-1])]
+    last = parts[-1]
+    if _unhurried():  # the statement's own transaction: an open's commit need not wait for the disk (as a step's)
+        ctes.insert(0, UNHURRIED_CTE)
+        last += " RETURNING (SELECT 1 FROM unhurried)"  # a CTE that only reads runs only where it is referenced
     with connection.cursor() as cursor:
-        cursor.execute(f"WITH {head} {parts[-1]}" if head else parts[-1], params)
+        cursor.execute(f"WITH {', '.join(ctes)} {last}" if ctes else last, params)
     for row in rows:
         row._state.adding, row._state.db = False, DEFAULT_DB_ALIAS
 
@@ -520,13 +533,15 @@ def episode_state_checksum(episode: EpisodeRef) -> str:
 
 
 @cache
-def _close_sql() -> str:
+def _close_sql(*, unhurried: bool) -> str:
     """One statement: close the episode if its log is still at the copy's head and no session holds its lease."""
     episode = Episode._meta.db_table
-    columns = ", ".join(f'"{f.column}"' for f in Episode._meta.concrete_fields)
+    columns = ", ".join(f'{episode}."{f.column}"' for f in Episode._meta.concrete_fields)
     return f"""
+        {f"WITH {UNHURRIED_CTE}" if unhurried else ""}
         UPDATE {episode} SET status = %(closed)s, closed_at = %(now)s, final_diff = %(diff)s::jsonb,
             final_checksum = %(checksum)s
+        {"FROM unhurried" if unhurried else ""}
         WHERE id = %(episode)s AND status = %(open)s AND step_count = %(seq)s
             AND head_step_id IS NOT DISTINCT FROM %(head)s
             AND pg_try_advisory_xact_lock_shared(%(lease_namespace)s, %(lease_id)s)
@@ -554,7 +569,7 @@ def _close_at_head(hot: HotEpisode) -> Episode | None:
         "lease_namespace": lease_namespace,
         "lease_id": lease_id,
     }
-    closed = next(iter(Episode.objects.raw(_close_sql(), params)), None)
+    closed = next(iter(Episode.objects.raw(_close_sql(unhurried=_unhurried()), params)), None)
     if closed is not None:
         closed.final_diff = diff  # as the locked path leaves it: the dict, not jsonb's reordering of its keys
     return closed
