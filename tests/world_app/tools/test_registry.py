@@ -234,3 +234,21 @@ def test_every_tool_refuses_unknown_arguments(name):
     result = invoke_tool(name, {"bogus_argument": 1})
     bogus = [d for d in result["error"]["details"] if d.get("field") == "bogus_argument"]
     assert bogus and bogus[0]["reason"].startswith(f"unknown argument; {name} takes: ")
+
+
+def test_storable_replaces_only_what_postgres_json_cannot_keep():
+    from world_app.tools.registry import storable
+
+    clean = [{"role": "tool", "content": '{"a": "caf\u00e9"}', "n": 1.5, "k": None}]
+    assert storable(clean) is clean  # nothing to replace: no walk, no copy
+    assert storable(["\U0001f600", {"e": "\U0001f600"}]) == ["\U0001f600", {"e": "\U0001f600"}]  # walked, kept
+    dirty = [{"content": "a\x00b", "bad\udc80key": ["ok", "\ud800"], "nested": {"deep": ["x\x00"]}}, "plain"]
+    assert storable(dirty) == [
+        {
+            "content": repr("a\x00b"),
+            repr("bad\udc80key"): ["ok", repr("\ud800")],
+            "nested": {"deep": [repr("x\x00")]},
+        },
+        "plain",
+    ]
+    assert storable("a\x00") == repr("a\x00") and storable(3) == 3
