@@ -227,4 +227,8 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    # The model clients' HTTP library logs every request at INFO: a line per completion of every rollout and judge
+    # call (thousands a minute in a calibration run), which the rollout's own record already holds. Failures
+    # (WARNING and above) still show.
+    "loggers": {"httpx2": {"level": "WARNING"}, "httpx": {"level": "WARNING"}},
 }
