@@ -108,10 +108,11 @@ def trainer_reads_forgotten():
     """The trainer API's per-process copies of frozen rows and snapshots are dropped after each test: a test's
     database is gone after it, and the next test's snapshot v1 is another row."""
     yield
-    from trainer_bridge import trainer_services
+    from trainer_bridge import trainer_judge, trainer_services
 
     trainer_services._frozen_rows.clear()
     trainer_services._snapshots.clear()
+    trainer_judge.judge_config_forget()
 
 
 @pytest.fixture(autouse=True)

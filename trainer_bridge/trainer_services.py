@@ -29,9 +29,10 @@ from rubrics_app.judgement import (
     rubric_of,
     trajectory_judge,
 )
-from rubrics_app.models import CriterionKind, JudgeConfig
+from rubrics_app.models import CriterionKind
 from trainer_bridge.models import ApiToken, Release, ReleaseRow, ReleaseStatus
 from trainer_bridge.selectors import release_row_criteria, release_row_get, release_row_payload, visible_splits
+from trainer_bridge.trainer_judge import judge_config_for_trainer
 from trainer_bridge.trainer_models import TrainerEpisode, TrainerEpisodeStatus
 from world_app.contract import agent_contract
 from world_app.credentials import Credential
@@ -255,11 +256,6 @@ def trainer_episode_tool_call(*, trainer_episode: TrainerEpisode, name: str, arg
         if status == TrainerEpisodeStatus.FINISHED:  # finished meanwhile, maybe by another process
             raise EpisodeFinished("the episode is finished: it takes no more tool calls") from None
         raise
-
-
-def judge_config_for_trainer() -> JudgeConfig | None:
-    """The judge for llm criteria of trainer episodes: the newest active judge configuration, if any."""
-    return JudgeConfig.objects.filter(is_active=True).select_related("endpoint").order_by("-created_at").first()
 
 
 def row_trajectory(*, trainer_episode: TrainerEpisode, final_answer: str, episode: Episode | None = None) -> Trajectory:
