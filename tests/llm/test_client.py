@@ -171,6 +171,7 @@ def test_400_is_not_retried():
         make_client(server, sleep).complete(messages=MESSAGES)
 
     assert (caught.value.reason, caught.value.status, caught.value.attempts) == ("client_error", 400, 1)
+    assert caught.value.detail == "Error code: 400 - scripted fault 400"  # the server's own words
     assert sleep.calls == []
     assert server.remaining() == 1
 
