@@ -59,6 +59,7 @@ EMPLOYEE_SEARCH = BakedSearch(
     Employee,
     SearchEmployeesParams,
     _employees,
-    values=("manager_id",),
+    # Department and role are compared with exact: query values, not a compiled form per choice.
+    values=("manager_id", "department", "support_role"),
     unbaked=("hired_after", "hired_before"),
 )
