@@ -8,7 +8,8 @@ starts gunicorn (one gthread worker, the deployment's settings, DEBUG off) with 
 which counts every Postgres statement the worker sends at the psycopg level (the ORM, raw cursors, connection
 set-up, and background threads such as the token-usage flusher) and psycopg's BEGIN/COMMIT/ROLLBACK.
 
-One client on one keep-alive connection loops: open an episode on a train row, ``--tools`` tool calls
+One client on one keep-alive connection loops: open an episode on a train row (naming the tool schemas it holds by
+their ``tools_sha256``, as ``trainer_bridge.client`` does, so they are sent once), ``--tools`` tool calls
 (``get_product``, ``search_orders``, ``get_order_details``, ``search_tickets`` in turn, real ids), finish.
 Statements are read from the worker's counter around each request; what the worker sends between requests
 (background flushers) is counted too and spread over every request in the per-call averages. ``--runs`` repeats
@@ -79,6 +80,8 @@ class Client:
         self.headers = {"Authorization": f"Bearer {secret}", "Content-Type": "application/json"}
         self.counter = counter
         self.token_requests = 0
+        self.tools_sha256 = ""  # as a trainer's client: the tool schemas it holds, named in each open
+        self.last_bytes = 0
 
     def call(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict | None, float, int, int]:
         before = self.counter.read()
@@ -88,6 +91,7 @@ class Client:
         response = self.conn.getresponse()
         raw = response.read()
         ms = (time.perf_counter() - started) * 1000
+        self.last_bytes = len(raw)
         after = self.counter.read()
         payload = (
             json.loads(raw) if raw and response.getheader("Content-Type", "").startswith("application/json") else None
@@ -118,6 +122,7 @@ def one_run(client: Client, *, release: str, rows: list[int], data: dict, episod
     statements: dict[str, list[int]] = {kind: [] for kind in (*KINDS, "floor")}
     commands: dict[str, list[int]] = {kind: [] for kind in (*KINDS, "floor")}
     per_tool: dict[str, list[float]] = {}
+    open_bytes: list[int] = []
     errors = 0
     start_counts = client.counter.read()
     for e in range(episodes):
@@ -125,12 +130,16 @@ def one_run(client: Client, *, release: str, rows: list[int], data: dict, episod
         latency["floor"].append(ms)
         statements["floor"].append(st)
         commands["floor"].append(cm)
-        status, body, ms, st, cm = client.call(
-            "POST", "/api/v1/rollouts/episodes/", {"release": release, "row_id": rows[e % len(rows)]}
-        )
+        opening = {"release": release, "row_id": rows[e % len(rows)]}
+        if client.tools_sha256:
+            opening["tools_sha256"] = client.tools_sha256
+        status, body, ms, st, cm = client.call("POST", "/api/v1/rollouts/episodes/", opening)
         if status != 201:
             errors += 1
             continue
+        open_bytes.append(client.last_bytes)
+        if "tools" in body:
+            client.tools_sha256 = body["tools_sha256"]
         latency["open"].append(ms)
         statements["open"].append(st)
         commands["open"].append(cm)
@@ -165,6 +174,7 @@ def one_run(client: Client, *, release: str, rows: list[int], data: dict, episod
         "commands": {k: statistics.fmean(v) + share_cmd for k, v in commands.items() if v},
         "background_statements": background,
         "per_tool_p50": {k: statistics.median(v) for k, v in per_tool.items()},
+        "open_bytes": statistics.median(open_bytes) if open_bytes else 0,
         "errors": errors,
         "load": load_average(),
     }
@@ -250,6 +260,11 @@ def main() -> None:
         print(f"{label[kind]:<22}{med('p50', kind):>9.2f}{med('p95', kind):>9.2f}{med('statements', kind):>12.2f}"
               f"{med('commands', kind):>15.2f}{bar:>9}")  # fmt: skip
     tools_p50 = {name: statistics.median(run["per_tool_p50"][name] for run in runs) for name in runs[0]["per_tool_p50"]}
+    open_bytes = statistics.median(run["open_bytes"] for run in runs)
+    print(
+        f"open answer: {open_bytes / 1000:.1f} KB p50 (the client names the tool schemas it holds by tools_sha256, as "
+        "trainer_bridge.client does: they come once per client, in the warm-up's first open)"
+    )
     print("tool call p50 by tool: " + ", ".join(f"{name} {ms:.2f} ms" for name, ms in tools_p50.items()))
     tool_p50 = med("p50", "tool")
     print(
@@ -272,6 +287,7 @@ def main() -> None:
         **{f"{kind}_statements": round(med("statements", kind), 2) for kind in ("floor", *KINDS)},
         **{f"{kind}_tx_commands": round(med("commands", kind), 2) for kind in ("floor", *KINDS)},
         "tool_p50_by_tool_ms": {k: round(v, 2) for k, v in tools_p50.items()},
+        "open_answer_bytes": open_bytes,
         "in_process_tool_p50_ms": round(in_process, 2),
         "errors": sum(run["errors"] for run in runs),
         "token_requests": client.token_requests,

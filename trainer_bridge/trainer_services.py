@@ -21,6 +21,7 @@ from django.db.models import BooleanField, F, QuerySet
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
+from corecraft_site.canonical import canonical_sha256
 from rubrics_app.judgement import (
     Judgement,
     JudgeOptions,
@@ -176,6 +177,17 @@ def trainer_episode_get(
 def row_tools(row: ReleaseRow) -> list[dict]:
     """The OpenAI tool schemas frozen with the release, for the tools the row offers."""
     return release_row_payload(row)["tools"]
+
+
+def row_tools_held(row: ReleaseRow) -> tuple[list[dict], str]:
+    """The row's tool schemas and their digest (``canonical_sha256``), made once per row this process holds (a
+    frozen row never changes): an open answers with the digest, and with the schemas only to a trainer that does
+    not name them by it."""
+    held = getattr(row, "_tools_held", None)
+    if held is None:
+        tools = row_tools(row)
+        held = row._tools_held = (tools, canonical_sha256(tools))
+    return held
 
 
 def row_max_turns(row: ReleaseRow) -> int:

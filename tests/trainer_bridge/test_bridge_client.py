@@ -191,6 +191,8 @@ def test_the_client_drives_a_whole_rollout_on_a_live_server(live_server):
         client.call_tool(opened.episode_id, "get_order_details", {"order_id": tw.order_id})
     assert finished.value.code == "episode_finished"
 
+    again = client.create_episode(release=tw.release.slug, row_id=row.pk)  # the schemas named, not sent again
+    assert again.tools == opened.tools and again.tools_sha256 == opened.tools_sha256 != ""
     group = [client.create_episode(release=tw.release.slug, row_id=row.pk).episode_id for _ in range(2)]
     results = client.batch_rewards(
         [{"episode_id": group[0], "final_answer": "no"}, {"episode_id": "nope", "final_answer": ""},

@@ -95,6 +95,27 @@ def test_open_call_finish_gives_the_frozen_rubrics_reward(tw):
     assert detail.status_code == 200 and body(detail)["reward"] == 1.0 and body(detail)["status"] == "finished"
 
 
+def test_the_tool_schemas_come_once_a_trainer_names_them_by_their_digest(tw):
+    from corecraft_site.canonical import canonical_sha256
+
+    client = client_for(tw.token(*TRAINER))
+    row = tw.rows("train", llm=False)[0]
+    path = "/api/v1/rollouts/episodes/"
+    status, first = post(client, path, {"release": tw.release.slug, "row_id": row.pk})
+    assert status == 201 and len(first["tools"]) == 23 + 1
+    assert first["tools_sha256"] == canonical_sha256(first["tools"])
+    status, again = post(
+        client, path, {"release": tw.release.slug, "row_id": row.pk, "tools_sha256": first["tools_sha256"]}
+    )
+    assert status == 201 and "tools" not in again and again["tools_sha256"] == first["tools_sha256"]
+    assert again["instruction"] == first["instruction"] and again["episode_id"] != first["episode_id"]
+    other = "0" * 64  # schemas the server does not have: they come in full
+    status, full = post(client, path, {"release": tw.release.slug, "row_id": row.pk, "tools_sha256": other})
+    assert status == 201 and full["tools"] == first["tools"]
+    status, refused = post(client, path, {"release": tw.release.slug, "row_id": row.pk, "tools_sha256": "abc"})
+    assert status == 400 and "tools_sha256" in refused["error"]["fields"]
+
+
 def test_a_lazy_agent_earns_nothing_and_fails_the_required_criterion(tw):
     client = client_for(tw.token(*TRAINER))
     episode_id = open_episode(client, tw, tw.rows("train", llm=False)[0])

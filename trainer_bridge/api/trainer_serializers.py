@@ -33,6 +33,12 @@ class EpisodeOpenInputSerializer(serializers.Serializer):
 
     release = serializers.SlugField(max_length=80, help_text="The frozen release's slug.")
     row_id = serializers.IntegerField(min_value=1, max_value=2**63 - 1, help_text="The row's id, as the rows list it.")
+    tools_sha256 = serializers.RegexField(
+        r"^[0-9a-f]{64}$",
+        required=False,
+        help_text="The `tools_sha256` of tool schemas the trainer already holds (from an earlier open): when the "
+        "row's are the same, the answer leaves `tools` out (40 KB carried once, not on every open).",
+    )
 
 
 class EpisodeOpenOutputSerializer(serializers.Serializer):
@@ -45,7 +51,14 @@ class EpisodeOpenOutputSerializer(serializers.Serializer):
     split = serializers.CharField()
     snapshot_version = serializers.IntegerField()
     instruction = serializers.CharField()
-    tools = serializers.ListField(child=serializers.DictField(), help_text="OpenAI tool schemas, as frozen.")
+    tools = serializers.ListField(
+        child=serializers.DictField(),
+        required=False,
+        help_text="OpenAI tool schemas, as frozen; left out when the request's `tools_sha256` named them.",
+    )
+    tools_sha256 = serializers.CharField(
+        help_text="sha256 of the canonical JSON of `tools`: send it with the next open to have them left out."
+    )
     max_turns = serializers.IntegerField(help_text="The turn budget the row suggests (a hint for the trainer).")
     system_prompt = serializers.CharField(help_text="The agent contract's system prompt (policies included).")
     messages = serializers.ListField(

@@ -37,7 +37,7 @@ from trainer_bridge.trainer_services import (
     reward_options_make,
     row_contract,
     row_max_turns,
-    row_tools,
+    row_tools_held,
     trainer_episode_finish,
     trainer_episode_get,
     trainer_episode_open,
@@ -114,7 +114,9 @@ class TrainerEpisodeOpenApi(TokenApiView):
         summary="Open an episode for a release row (one per rollout)",
         description="A private world on the snapshot version the row was frozen with. Needs `episodes`, and the "
         "row's split readable by the token: train rows with `train:read` (or `eval:read`), holdout rows with "
-        "`eval:read`. A row the token may not read is a 404, like a missing one.",
+        "`eval:read`. A row the token may not read is a 404, like a missing one. The tool schemas come with their "
+        "`tools_sha256`; an open that sends the digest of the schemas it holds gets `tools` left out when they are "
+        "the row's.",
         request=EpisodeOpenInputSerializer,
         responses={
             201: EpisodeOpenOutputSerializer,
@@ -139,6 +141,7 @@ class TrainerEpisodeOpenApi(TokenApiView):
             )
         except TrainerEpisodeError as exc:
             raise _conflict(exc) from None
+        tools, tools_sha256 = row_tools_held(row)
         body = {
             "episode_id": opened.episode_id,
             "release": row.release.slug,
@@ -146,10 +149,12 @@ class TrainerEpisodeOpenApi(TokenApiView):
             "split": row.split,
             "snapshot_version": row.content.get("snapshot_version"),
             "instruction": row.content.get("instruction", ""),
-            "tools": row_tools(row),
+            "tools_sha256": tools_sha256,
             "max_turns": row_max_turns(row),
             **row_contract(row),
         }
+        if data.validated_data.get("tools_sha256") != tools_sha256:  # a trainer that holds them gets the digest
+            body["tools"] = tools
         return Response(EpisodeOpenOutputSerializer(body).data, status=status.HTTP_201_CREATED)
 
 

@@ -77,6 +77,7 @@ __all__ = [
 
 API_PREFIX = "/api/v1"
 RETRY_STATUSES = frozenset({500, 502, 503, 504, 429})
+TOOL_SETS_HELD = 16  # tool schema sets a client keeps by digest (one per distinct set of tools among the rows)
 UNSENT_RETRY_STATUSES = frozenset({502, 503, 504, 429})
 
 
@@ -131,6 +132,10 @@ class CorecraftClient:
         self.max_backoff = max_backoff
         # Sent with every finish and batch unless a call gives its own: {"rubric_dropout": 0.3, "seed": 7}.
         self.reward_options = reward_options if reward_options is not None else reward_options_from_env()
+        # Tool schemas by their tools_sha256: an open names the newest it holds, and the server leaves them out of
+        # its answer when they are the row's (40 KB per open otherwise). A release's rows mostly share one set.
+        self._tools: dict[str, list[dict]] = {}
+        self._tools_newest = ""
 
     @classmethod
     def from_env(cls, **kwargs: Any) -> CorecraftClient:
@@ -305,7 +310,21 @@ class CorecraftClient:
 
     def create_episode(self, *, release: str, row_id: int) -> EpisodeOpened:
         """Open an episode (a private world) for a release row; one per rollout."""
-        data = self._json("POST", "rollouts/episodes/", body={"release": release, "row_id": int(row_id)})
+        body: dict[str, Any] = {"release": release, "row_id": int(row_id)}
+        if self._tools_newest:
+            body["tools_sha256"] = self._tools_newest
+        data = self._json("POST", "rollouts/episodes/", body=body)
+        digest = data.get("tools_sha256") or ""
+        if "tools" in data:
+            if digest:
+                if len(self._tools) >= TOOL_SETS_HELD and digest not in self._tools:
+                    self._tools.pop(next(iter(self._tools)))
+                self._tools[digest] = list(data["tools"])
+                self._tools_newest = digest
+        elif digest in self._tools:
+            data = {**data, "tools": self._tools[digest]}
+        else:  # the server left out schemas this client does not hold: never, unless the answer was not for us
+            raise TransportError(f"the open answered without tool schemas, and none are held for {digest!r}")
         return EpisodeOpened.from_api(data)
 
     def call_tool(self, episode_id: str, name: str, arguments: dict | None = None) -> ToolOutcome:

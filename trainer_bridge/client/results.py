@@ -106,6 +106,7 @@ class EpisodeOpened:
     # The agent contract frozen with the release: its system prompt, and the conversation to start from.
     system_prompt: str = ""
     messages: list[dict] = field(default_factory=list)
+    tools_sha256: str = ""  # the digest of ``tools``, by which the next open may leave them out
 
     @classmethod
     def from_api(cls, data: dict) -> EpisodeOpened:
@@ -120,6 +121,7 @@ class EpisodeOpened:
             max_turns=int(data.get("max_turns") or 0),
             system_prompt=data.get("system_prompt") or "",
             messages=list(data.get("messages") or []),
+            tools_sha256=data.get("tools_sha256") or "",
         )
 
 
