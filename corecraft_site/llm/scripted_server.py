@@ -217,6 +217,10 @@ class ScriptedLLMServer:
 
 def _handler_for(server: ScriptedLLMServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
+        # Keep-alive, as the servers it stands in for (vLLM, SGLang, OpenAI) speak it: every answer has its length.
+        protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # headers and body are two writes: no 40 ms delayed-ACK stall between them
+
         def log_message(self, format: str, *args: Any) -> None:
             # Test output stays quiet; the recorded requests are the log.
             pass
