@@ -33,6 +33,7 @@ from rubrics_app.judgement import (
 from rubrics_app.models import CriterionKind
 from trainer_bridge.models import ApiToken, Release, ReleaseRow, ReleaseStatus
 from trainer_bridge.selectors import release_row_criteria, release_row_get, release_row_payload, visible_splits
+from trainer_bridge.trainer_calls import call_record, calls_held
 from trainer_bridge.trainer_judge import judge_config_for_trainer
 from trainer_bridge.trainer_models import TrainerEpisode, TrainerEpisodeStatus
 from world_app.contract import agent_contract
@@ -251,6 +252,7 @@ def trainer_episode_open(*, row: ReleaseRow, token: ApiToken | None, credential:
     )
     trainer_episode = opened[0]
     trainer_episode.owner_id = credential.user_id
+    trainer_episode._calls = {}  # opened here: every call this process serves is recorded (``calls_held``)
     # Held once committed (at once in autocommit): its tool calls then read nothing but the step they append.
     transaction.on_commit(lambda: _open_episodes.put(trainer_episode.pk, trainer_episode))
     return trainer_episode
@@ -261,19 +263,35 @@ def trainer_episode_tool_call(*, trainer_episode: TrainerEpisode, name: str, arg
     if trainer_episode.status == TrainerEpisodeStatus.FINISHED:
         raise EpisodeFinished("the episode is finished: it takes no more tool calls")
     try:
-        return call_tool_step(trainer_episode.episode_id, name, arguments)
+        step = call_tool_step(trainer_episode.episode_id, name, arguments)
     except (EpisodeClosed, EpisodeNotFound):
+        trainer_episode._calls = None
         _open_episodes.drop(trainer_episode.pk)
         status = TrainerEpisode.objects.filter(pk=trainer_episode.pk).values_list("status", flat=True).first()
         if status == TrainerEpisodeStatus.FINISHED:  # finished meanwhile, maybe by another process
             raise EpisodeFinished("the episode is finished: it takes no more tool calls") from None
         raise
+    except BaseException:
+        trainer_episode._calls = None  # a step this process answered may be lost (EpisodeStepsLost): read the log
+        raise
+    call_record(trainer_episode, step)
+    return step
 
 
 def row_trajectory(*, trainer_episode: TrainerEpisode, final_answer: str, episode: Episode | None = None) -> Trajectory:
     """The episode's trajectory on its row: every tool call the trainer made is a logged step (``episode``: its
     world episode's row when the caller holds it, e.g. as ``episode_close`` returned it)."""
     content = trainer_episode.row.content or {}
+    held = calls_held(trainer_episode, episode) if isinstance(episode, Episode) and episode.closed_at else None
+    if held is not None:
+        return Trajectory.of(
+            instruction=content.get("instruction", ""),
+            snapshot_version=content.get("snapshot_version"),
+            tool_calls=held,
+            final_answer=final_answer,
+            episode=episode,
+            simulated_user=episode.simulated_user,
+        )
     return Trajectory.from_episode(
         episode=episode if episode is not None else trainer_episode.episode_id,
         instruction=content.get("instruction", ""),
@@ -350,7 +368,11 @@ def trainer_episode_finish(
         return _already_finished(trainer_episode, final_answer)
     _open_episodes.drop(trainer_episode.pk)
     # The closed world stays in this process for the judge's state criteria (not rebuilt from the log for them).
-    closed = episode_close(trainer_episode.episode_id, keep_world=True)
+    try:
+        closed = episode_close(trainer_episode.episode_id, keep_world=True)
+    except BaseException:
+        trainer_episode._calls = None  # e.g. deferred steps lost at the close: a retry reads the log
+        raise
     try:
         judgement = trainer_episode_judge(
             trainer_episode=trainer_episode, final_answer=final_answer, client=client, options=options, episode=closed

@@ -194,6 +194,43 @@ def test_finish_judges_the_world_it_closed_without_rebuilding_it_from_the_log(tw
     assert uuid.UUID(episode_id) not in episode_cache  # and freed after it
 
 
+def test_finish_judges_the_calls_this_process_served_as_the_log_holds_them(tw, django_capture_on_commit_callbacks):
+    """The trajectory a finish judges comes from this process's record of its calls when that is the whole log; it
+    equals the log's steps value for value and key order for key order. A call served elsewhere drops the record."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from rubrics_app.judgement_types import Trajectory
+    from trainer_bridge import trainer_services
+    from trainer_bridge.trainer_calls import calls_held
+
+    client = client_for(tw.token(*TRAINER))
+    with django_capture_on_commit_callbacks(execute=True):  # the open's commit: the episode is held from then on
+        episode_id = open_episode(client, tw, tw.rows("train", llm=False)[0])
+    solve(client, tw, episode_id)
+    assert tool(client, episode_id, "get_order_details", {"order_id": "ord-nope", "zzz": 1, "a": [{"yy": 1, "b": 2}]})
+    held = trainer_services._open_episodes.get(uuid.UUID(episode_id))
+    with CaptureQueriesContext(connection) as finishing:
+        status, judged = finish(client, episode_id, GOOD_ANSWER)
+    assert status == 200 and judged["reward"] == 1.0, judged
+    assert not any('FROM "world_app_episodestep"' in q["sql"] for q in finishing.captured_queries), [
+        q["sql"][:300] for q in finishing.captured_queries
+    ]
+    closed = Episode.objects.get(pk=episode_id)
+    logged = Trajectory.from_episode(episode=closed, instruction="", snapshot_version=None, final_answer="")
+    kept = calls_held(held, closed)
+    assert json.dumps(kept) == json.dumps(logged.tool_call_dicts()) and len(kept) == 3
+
+    # Served in part by another process (this one never saw the second call): the log is read.
+    with django_capture_on_commit_callbacks(execute=True):
+        other = open_episode(client, tw, tw.rows("train", llm=False)[0])
+    assert tool(client, other, "get_order_details", {"order_id": tw.order_id})[0] == 200
+    trainer_services._open_episodes.get(uuid.UUID(other))._calls.pop(1)
+    with CaptureQueriesContext(connection) as finishing:
+        assert finish(client, other, "Done.")[0] == 200
+    assert any('FROM "world_app_episodestep"' in q["sql"] for q in finishing.captured_queries)
+
+
 def test_each_episode_is_private(tw):
     client = client_for(tw.token(*TRAINER))
     row = tw.rows("train", llm=False)[0]
