@@ -59,7 +59,8 @@ def fetch(model: type[Model], entity_id: str, *, field: str, related: tuple[str,
 
 def resolve_line(*, line_item_id: str | None, order_id: str | None, product_id: str | None) -> OrderLineItem:
     """An order line named by its id, or by its order and product (refused when that is ambiguous)."""
-    related = ("order", "order__customer", "product")
+    # Its order and product come with it; the order's customer does not (its callers need only its id).
+    related = ("order", "product")
     if line_item_id:
         line = fetch(OrderLineItem, line_item_id, field="line_item_id", related=related)
         if order_id and line.order_id != order_id:
