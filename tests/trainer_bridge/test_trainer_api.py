@@ -492,14 +492,16 @@ def test_text_postgres_cannot_store_is_a_400_in_finish_and_an_item_error_in_batc
 
 @pytest.mark.django_db(transaction=True, databases=["default", "episode"])
 def test_in_autocommit_open_and_finish_are_single_unhurried_statements(settings):
-    """As a server runs them (no transaction around the request): the open is one statement, the finish's close and
-    its store one each (besides the judgement's reads), none waits for the WAL flush, and the setting lasts only for
-    the statement's own transaction."""
+    """As a server runs them (no transaction around the request): the open is one statement; the finish writes the
+    deferred steps and closes in one pipeline of the step writer, then stores the judgement in one statement
+    (besides the judgement's reads); none waits for the WAL flush, and the setting lasts only for the statement's
+    own transaction."""
     from django.db import connections
 
     from tests.world_app.test_episodes import statements_run
     from trainer_bridge.authentication import token_for_secret
     from trainer_bridge.trainer_services import trainer_episode_finish, trainer_episode_open, trainer_episode_tool_call
+    from world_app.episodes.step_log import step_writer
 
     tw = trainer_world_make(slug="autocommit")
     row = tw.rows("train", llm=False)[0]
@@ -514,15 +516,16 @@ def test_in_autocommit_open_and_finish_are_single_unhurried_statements(settings)
         ("update_order_status", {"order_id": tw.order_id, "status": "backorder", "reason": "GPU"}),
     ):
         assert trainer_episode_tool_call(trainer_episode=opened, name=name, arguments=arguments).is_error is False
+    sent_by_writer = step_writer.statements
     with statements_run() as finishing:
         finished = trainer_episode_finish(trainer_episode=opened, final_answer=GOOD_ANSWER)
-    # The judgement's own reads and its new verdicts aside: the close, then the judgement stored, one each.
+    # The deferred steps' write, the close and the lease's release: one pipeline on the step writer's connection.
+    assert step_writer.statements - sent_by_writer == 3
+    # On Django's connection, the judgement's reads and new verdicts aside: the judgement stored, one statement.
     writes = [s for s in finishing if s.lstrip().startswith(("WITH", "UPDATE")) and "rubrics_app_verdict" not in s]
-    assert [("world_app_episode" in sql, "trainer_bridge_trainerepisode" in sql) for sql in writes] == [
-        (True, False),
-        (False, True),
-    ], writes
-    assert all("synchronous_commit" in sql for sql in writes), writes
+    assert len(writes) == 1 and "trainer_bridge_trainerepisode" in writes[0], writes
+    assert "synchronous_commit" in writes[0], writes
+    assert not any("world_app_episode" in sql and "UPDATE" in sql for sql in finishing), finishing
     assert not any("FOR UPDATE" in sql or "pg_advisory_xact_lock_shared(%s" in sql for sql in finishing), finishing
     with connections["default"].cursor() as cursor:
         cursor.execute("SHOW synchronous_commit")

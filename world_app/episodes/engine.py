@@ -533,8 +533,9 @@ def episode_state_checksum(episode: EpisodeRef) -> str:
 
 
 @cache
-def _close_sql(*, unhurried: bool) -> str:
-    """One statement: close the episode if its log is still at the copy's head and no session holds its lease."""
+def _close_sql(*, unhurried: bool, leased: bool = False) -> str:
+    """One statement: close the episode if its log is still at the copy's head and no session holds its lease
+    (``leased``: run by the session that holds it, right after writing its batch, so no lease check)."""
     episode = Episode._meta.db_table
     columns = ", ".join(f'{episode}."{f.column}"' for f in Episode._meta.concrete_fields)
     return f"""
@@ -544,7 +545,7 @@ def _close_sql(*, unhurried: bool) -> str:
         {"FROM unhurried" if unhurried else ""}
         WHERE id = %(episode)s AND status = %(open)s AND step_count = %(seq)s
             AND head_step_id IS NOT DISTINCT FROM %(head)s
-            AND pg_try_advisory_xact_lock_shared(%(lease_namespace)s, %(lease_id)s)
+            {"" if leased else "AND pg_try_advisory_xact_lock_shared(%(lease_namespace)s, %(lease_id)s)"}
         RETURNING {columns}
     """  # noqa: S608  (table and column names from model metadata; every value is a bound parameter)
 
@@ -553,13 +554,12 @@ def _close_at_head(hot: HotEpisode) -> Episode | None:
     """Close the episode in one statement when this process's copy is at the log's head (its own deferred steps just
     written, as on a trainer's finish); the closed row, or None when the log moved, a lease is held elsewhere or
     it is closed already (the caller then takes the locked path, which says which)."""
-    step_writer.flush(hot.episode_id)  # this process's deferred steps: the copy is then the head it wrote
-    rows = _hot_rows(hot)
+    rows = _hot_rows(hot)  # under this process's lease the copy is the log's head, its deferred steps included
     diff = diff_of(rows)
     lease_namespace, lease_id = lease_key(hot.episode_id)
     params = {
-        "closed": Episode.Status.CLOSED,
-        "open": Episode.Status.OPEN,
+        "closed": Episode.Status.CLOSED.value,
+        "open": Episode.Status.OPEN.value,
         "now": timezone.now(),
         "diff": json.dumps(diff),
         "checksum": _state_checksum(snapshot_image(hot.snapshot_id), rows, diff),
@@ -569,7 +569,20 @@ def _close_at_head(hot: HotEpisode) -> Episode | None:
         "lease_namespace": lease_namespace,
         "lease_id": lease_id,
     }
-    closed = next(iter(Episode.objects.raw(_close_sql(unhurried=_unhurried()), params)), None)
+    # This process's deferred steps are written and the episode closed in one round trip (the step writer's
+    # pipeline, under its lease); with none pending, or inside a caller's transaction (whose fate the close then
+    # shares), the close is one statement on Django's connection.
+    fields = [f.attname for f in Episode._meta.concrete_fields]
+    if connections[DEFAULT_DB_ALIAS].in_atomic_block:
+        step_writer.flush(hot.episode_id)
+        pipelined, row = False, None
+    else:
+        leased_sql = _close_sql(unhurried=settings.EPISODE_LOG_ASYNC_COMMIT, leased=True)
+        pipelined, row = step_writer.flush_then(hot.episode_id, leased_sql, params)
+    if pipelined:
+        closed = None if row is None else Episode.from_db(DEFAULT_DB_ALIAS, fields, row)
+    else:
+        closed = next(iter(Episode.objects.raw(_close_sql(unhurried=_unhurried()), params)), None)
     if closed is not None:
         closed.final_diff = diff  # as the locked path leaves it: the dict, not jsonb's reordering of its keys
     return closed

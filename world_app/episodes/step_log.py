@@ -249,6 +249,31 @@ class StepWriter:
                 self._flush_locked(lease)
             self._raise_lost(episode_id)
 
+    def flush_then(self, episode_id: uuid.UUID, sql: str, params: dict) -> tuple[bool, tuple | None]:
+        """Write the episode's deferred steps and run ``sql`` right after the write, in the same round trip (a
+        pipeline: the write, ``sql``, the release; each its own transaction, in that order). ``(True, its first
+        row)`` when there was a batch to write; ``(False, None)`` when there was none (``sql`` not run: the caller
+        runs it on its own connection). ``sql`` runs while the lease is still held (no session can append between
+        the write and it) and must check for itself that the write moved the log (a guard on the new head)."""
+        with self._mutex:
+            lease = self._leases.get(episode_id)
+            while lease is not None and lease.busy:
+                self._barriers_waiting += 1
+                try:
+                    self._not_busy.wait()
+                finally:
+                    self._barriers_waiting -= 1
+                lease = self._leases.get(episode_id)
+            if lease is None or not lease.pending:
+                if lease is not None:
+                    self._flush_locked(lease)
+                self._raise_lost(episode_id)
+                return False, None
+            then: list = []
+            self._flush_locked(lease, then=(sql, params, then))
+            self._raise_lost(episode_id)
+            return True, then[0] if then else None
+
     def flush_all(self) -> None:
         with self._mutex:
             for lease in list(self._leases.values()):
@@ -327,8 +352,11 @@ class StepWriter:
         lease.pending = []
         episode_cache.discard(lease.episode_id)  # the copy is ahead of its log: rebuilt on the next touch
 
-    def _flush_locked(self, lease: Lease) -> None:
-        """Write the lease's batch and release the lease (every write does: a waiter waits at most one batch)."""
+    def _flush_locked(self, lease: Lease, then: tuple[str, dict, list] | None = None) -> None:
+        """Write the lease's batch and release the lease (every write does: a waiter waits at most one batch).
+
+        ``then``: a statement run between the write and the release, in the same pipeline; its first row (if any)
+        is appended to the list it carries."""
         steps = lease.pending
         if steps:
             last = steps[-1]
@@ -353,13 +381,18 @@ class StepWriter:
             }
             try:
                 conn = self._connection()
-                self.statements += 2
+                self.statements += 2 + (then is not None)
                 # One round trip: the write, then (in its own transaction, after the write's commit, so a waiter
                 # reads the new head) the release.
                 with conn.pipeline():
                     written = conn.execute(_flush_sql(unhurried=settings.EPISODE_LOG_ASYNC_COMMIT), params)
+                    after = conn.cursor().execute(then[0], then[1]) if then is not None else None
                     conn.execute("SELECT pg_advisory_unlock(%s, %s)", lease_key(lease.episode_id))
                 moved = written.fetchone() is not None
+                if after is not None:
+                    row = after.fetchone()
+                    if row is not None:
+                        then[2].append(row)
             except psycopg.Error as error:
                 logger.exception("episode %s: writing deferred steps failed", lease.episode_id)
                 self._lose(lease, f"writing them failed ({type(error).__name__})")
