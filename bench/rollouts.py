@@ -352,7 +352,7 @@ def phases(version, *, base_url: str) -> dict:
     again from the closed episode's log (what a later judge does)."""
     from tasks_app.calibration.rollouts.agent import agent_loop
     from world_app.episodes import episode_close, episode_create
-    from world_app.tools.registry import call_tool_step
+    from world_app.tools.steps import call_tool_step
 
     endpoint, _ = ModelEndpoint.objects.update_or_create(
         name="bench-phases", defaults={"base_url": base_url, "model": "bench-phases", "timeout_s": 60}

@@ -41,7 +41,7 @@ from world_app.credentials import Credential
 from world_app.episodes import EpisodeClosed, EpisodeNotFound, episode_close, episode_create, episode_world_free
 from world_app.episodes.owners import episodes_reachable
 from world_app.models import Episode, EpisodeStep, WorldSnapshot
-from world_app.tools.registry import call_tool_step
+from world_app.tools.steps import call_tool_step
 
 logger = logging.getLogger(__name__)
 

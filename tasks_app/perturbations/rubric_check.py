@@ -15,7 +15,8 @@ from tasks_app.perturbations.faults import DROP_FACT, Perturbation, reference_pe
 from world_app.conversation import simulated_user_bound
 from world_app.episodes import episode_close, episode_create, episode_world, episode_world_diff
 from world_app.routers import EPISODE_ALIAS
-from world_app.tools.registry import CONVERSATION_GROUP, call_tool, get_tool, invoke_tool
+from world_app.tools.registry import CONVERSATION_GROUP, get_tool, invoke_tool
+from world_app.tools.steps import call_tool
 
 # --- checking a rubric against its reference and the perturbed copies ------------------------------------------
 

@@ -21,7 +21,7 @@ from tests.factories import small_world
 from tests.tasks_app.factories import LLM_CRITERION, RESPONSE_CRITERION, task_make
 from world_app.episodes import episode_close, episode_create
 from world_app.snapshots import snapshot_publish
-from world_app.tools.registry import call_tool
+from world_app.tools.steps import call_tool
 
 pytestmark = [pytest.mark.django_db(databases=["default", "episode"]), pytest.mark.usefixtures("fresh_episode_state")]
 

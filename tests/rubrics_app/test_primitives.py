@@ -23,7 +23,7 @@ from rubrics_app.programmatic.tool_calls import tool_call_verdict
 from tests.factories import small_world
 from world_app.episodes import episode_create
 from world_app.snapshots import snapshot_publish
-from world_app.tools.registry import call_tool
+from world_app.tools.steps import call_tool
 
 ANSWER = (
     "Hi Christopher, your return on order ord-250906-001 is accepted: it is within the 30-day return window "

@@ -14,7 +14,7 @@ from world_app.episodes import episode_close, episode_create
 from world_app.episodes.cache import episode_cache
 from world_app.models import Order
 from world_app.snapshots import snapshot_publish
-from world_app.tools.registry import call_tool
+from world_app.tools.steps import call_tool
 
 pytestmark = [pytest.mark.django_db(databases=["default", "episode"]), pytest.mark.usefixtures("fresh_episode_state")]
 

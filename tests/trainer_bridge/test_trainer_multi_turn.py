@@ -90,7 +90,7 @@ def test_mcp_task_mode_offers_the_contract_tools_and_answers_from_the_row(releas
     from trainer_bridge.mcp.release_rows import ReleaseRowTasks
     from trainer_bridge.mcp.server import _task_tools, tool_result
     from world_app.credentials import Credential
-    from world_app.tools.registry import call_tool
+    from world_app.tools.steps import call_tool
 
     order, release, _secret = release_world
     row = release.rows.filter(split="train").order_by("position").first()

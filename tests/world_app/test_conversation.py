@@ -16,7 +16,8 @@ from world_app.conversation import (
     facts_disclosed,
     simulated_user_validate,
 )
-from world_app.tools.registry import all_tools, call_tool, call_tool_step, invoke_tool, tool_schemas, world_tools
+from world_app.tools.registry import all_tools, invoke_tool, tool_schemas, world_tools
+from world_app.tools.steps import call_tool, call_tool_step
 
 SPEC = {
     "facts": [

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from trainer_bridge.trainer_services import FINAL_ANSWER_MAX
-from world_app.tools.registry import unstorable_field
+from world_app.tools.steps import unstorable_field
 
 BATCH_MAX_ITEMS = 512
 MESSAGES_MAX = 2_000

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from world_app.models import EpisodeStep
-from world_app.tools.registry import call_tool_step
+from world_app.tools.steps import call_tool_step
 
 
 def episode_tool_call(*, episode_id: Any, name: str, arguments: dict) -> EpisodeStep:

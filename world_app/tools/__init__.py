@@ -5,11 +5,11 @@ from world_app.tools.registry import (
     GROUPS,
     Tool,
     all_tools,
-    call_tool,
     get_tool,
     invoke_tool,
     tool_schemas,
     world_tools,
 )
+from world_app.tools.steps import call_tool
 
 __all__ = ["GROUPS", "Tool", "all_tools", "call_tool", "get_tool", "invoke_tool", "tool_schemas", "world_tools"]

@@ -13,7 +13,8 @@ from rubrics_app.judgement import Judgement, Trajectory, rubric_of_version, traj
 from tasks_app.models import ReferenceRun, TaskVersion
 from tasks_app.permissions import task_discuss_check
 from world_app.episodes import episode_close, episode_create
-from world_app.tools.registry import all_tools, call_tool, get_tool
+from world_app.tools.registry import all_tools, get_tool
+from world_app.tools.steps import call_tool
 
 
 class ReferenceCall(BaseModel):

@@ -31,7 +31,8 @@ from tasks_app.permissions import task_discuss_check, task_edit_check
 from world_app.episodes import EpisodeClosed, EpisodeNotFound, episode_close, episode_create
 from world_app.models import Episode
 from world_app.selectors_lookup import LOOKUP_KINDS
-from world_app.tools.registry import all_tools, call_tool, get_tool
+from world_app.tools.registry import all_tools, get_tool
+from world_app.tools.steps import call_tool
 
 MAX_RECORDED_CALLS = 100
 

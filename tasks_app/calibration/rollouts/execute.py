@@ -23,7 +23,7 @@ from tasks_app.models import Rollout, RolloutPolicy, RolloutStatus, TaskVersion
 from world_app.contract import agent_contract
 from world_app.episodes import episode_close, episode_create, steps_appended_now
 from world_app.models import WorldSnapshot
-from world_app.tools.registry import call_tool_step, storable
+from world_app.tools.steps import call_tool_step, storable
 
 logger = logging.getLogger(__name__)
 

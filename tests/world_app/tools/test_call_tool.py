@@ -8,7 +8,7 @@ from world_app.episodes import EpisodeClosed, episode_close, episode_create, epi
 from world_app.models import EpisodeStep, Order, Refund
 from world_app.snapshots import snapshot_publish
 from world_app.tools import call_tool, invoke_tool
-from world_app.tools.registry import call_tool_step
+from world_app.tools.steps import call_tool_step
 
 pytestmark = [pytest.mark.django_db(databases=["default", "episode"]), pytest.mark.usefixtures("fresh_episode_state")]
 

@@ -237,7 +237,7 @@ def test_every_tool_refuses_unknown_arguments(name):
 
 
 def test_storable_replaces_only_what_postgres_json_cannot_keep():
-    from world_app.tools.registry import storable
+    from world_app.tools.steps import storable
 
     clean = [{"role": "tool", "content": '{"a": "caf\u00e9"}', "n": 1.5, "k": None}]
     assert storable(clean) is clean  # nothing to replace: no walk, no copy
