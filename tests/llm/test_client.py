@@ -86,6 +86,21 @@ def test_request_records_tools_and_sampling_passed_through():
     assert request["tool_choice"] == "auto"  # llama-cpp-python's server drops tools sent without it
 
 
+def test_the_same_tools_list_is_sent_every_turn_and_another_list_as_it_is():
+    script = [Reply(content="one"), Reply(content="two"), Reply(content="three")]
+    other = [{**LOOKUP_TOOL, "function": {**LOOKUP_TOOL["function"], "name": "order_find"}}]
+    with ScriptedLLMServer(script) as server:
+        client = make_client(server, RecordedSleep())
+        tools = [LOOKUP_TOOL]
+        client.complete(messages=MESSAGES, tools=tools)
+        client.complete(messages=MESSAGES, tools=tools)
+        client.complete(messages=MESSAGES, tools=other)
+
+    sent = [request["tools"] for request in server.requests]
+    assert sent == [[LOOKUP_TOOL], [LOOKUP_TOOL], other]
+    assert all(request["tool_choice"] == "auto" and request["model"] == "scripted" for request in server.requests)
+
+
 def test_tool_choice_only_with_tools_and_the_callers_choice_wins():
     with ScriptedLLMServer([Reply(content="a"), Reply(content="b")]) as server:
         client = make_client(server, RecordedSleep())
