@@ -13,8 +13,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
-from contextvars import ContextVar
-from datetime import datetime, timedelta
+from datetime import datetime
 from functools import cache
 from typing import Any, NamedTuple
 
@@ -31,7 +30,6 @@ from world_app.episodes.images import SnapshotImage, snapshot_image, snapshot_ta
 from world_app.episodes.shared_image import foreign_keys_pending
 from world_app.episodes.step_log import Lease, json_column, lease_key, lease_wait, step_log_json, step_writer
 from world_app.episodes.world_db import (
-    PENDING_CHANGES_SQL,
     changes_apply,
     changes_take,
     world_bound,
@@ -448,57 +446,9 @@ def _step_locked(hot: HotEpisode, *, name: str, arguments: dict, fn: Callable[[]
     return step
 
 
-_bound_hot: ContextVar[HotEpisode | None] = ContextVar("episode_world_hot", default=None)
-
-
-@contextmanager
-def episode_world(episode: EpisodeRef) -> Iterator[None]:
-    """Run reads (selectors, diffs) in the episode's current world; logs nothing.
-
-    Whatever the block writes is rolled back, so the world can never drift from its log.
-    """
-    episode_id = _episode_id(episode)
-    with _hot_episode(episode_id) as hot:
-        _hot_sync(hot, _log_head(episode_id))
-        token = _bound_hot.set(hot)
-        try:
-            with world_bound(hot.conn, now=hot.world_now), transaction.atomic(using=EPISODE_ALIAS):
-                yield
-                transaction.set_rollback(True, using=EPISODE_ALIAS)
-        finally:
-            _bound_hot.reset(token)
-
-
-@contextmanager
-def scratch_world(snapshot: WorldSnapshot, *, label: str) -> Iterator[Episode]:
-    """A new episode of ``snapshot`` whose world the block reads (``episode_world``), closed afterwards: the way to
-    look at a snapshot's world (families, the library's entity check, the world rules) without keeping an episode."""
-    episode = episode_create(snapshot=snapshot, label=label)
-    try:
-        with episode_world(episode):
-            yield episode
-    finally:
-        episode_close(episode)
-
-
-def episode_world_diff() -> dict:
-    """Inside ``episode_world()``: the diff of the world as it is now against its snapshot, the block's own
-    (not yet rolled back) writes included; the shape of ``episode_diff``."""
-    hot = _bound_hot.get()
-    if hot is None:
-        raise EpisodeError("episode_world_diff() runs inside an episode_world() block")
-    pending = {(table, pk) for table, pk in hot.conn.execute(PENDING_CHANGES_SQL).fetchall()}
-    image = snapshot_image(hot.snapshot_id).image
-    return diff_of(touched_rows(conn=hot.conn, image=image, touched=set(hot.touched) | pending, now=hot.world_now))
-
-
 def _hot_rows(hot: HotEpisode) -> TouchedRows:
     image = snapshot_image(hot.snapshot_id).image
     return touched_rows(conn=hot.conn, image=image, touched=hot.touched, now=hot.world_now)
-
-
-def _hot_diff(hot: HotEpisode) -> dict:
-    return diff_of(_hot_rows(hot))
 
 
 def _state_checksum(snapshot: SnapshotImage, rows: TouchedRows, diff: dict) -> str:
@@ -507,29 +457,6 @@ def _state_checksum(snapshot: SnapshotImage, rows: TouchedRows, diff: dict) -> s
     if not any(diff.values()):
         return snapshot.content_checksum
     return checksum_of(rows, base=snapshot_table_digests(snapshot))
-
-
-def episode_diff(episode: EpisodeRef) -> dict:
-    """Field-level diff of the episode's world against its snapshot (created, updated, deleted rows)."""
-    found = _episode_get(episode)
-    if found.status == Episode.Status.CLOSED and found.final_diff is not None:
-        episode_cache.discard(found.pk)  # closed by another process: drop this process's copy
-        return found.final_diff
-    with _hot_episode(found.pk) as hot:
-        _hot_sync(hot, _head_of(found))
-        return _hot_diff(hot)
-
-
-def episode_state_checksum(episode: EpisodeRef) -> str:
-    """The world content checksum of the episode's current world."""
-    found = _episode_get(episode)
-    if found.status == Episode.Status.CLOSED and found.final_checksum:
-        episode_cache.discard(found.pk)
-        return found.final_checksum
-    with _hot_episode(found.pk) as hot:
-        _hot_sync(hot, _head_of(found))
-        rows = _hot_rows(hot)
-        return _state_checksum(snapshot_image(hot.snapshot_id), rows, diff_of(rows))
 
 
 @cache
@@ -637,60 +564,3 @@ def episode_close(episode: EpisodeRef, *, keep_world: bool = False) -> Episode:
     if episode_id not in episode_cache:
         closed = Episode.objects.filter(pk=episode_id, status=Episode.Status.CLOSED).first()
     return closed or _episode_close(episode_id, keep_world=keep_world)[0]
-
-
-def episode_world_free(episode: EpisodeRef) -> None:
-    """Free this process's copy of the episode's world (one ``episode_close(keep_world=True)`` kept)."""
-    episode_cache.discard(_episode_id(episode))
-
-
-def episodes_close_idle(*, idle_seconds: int | None = None) -> int:
-    """Close the open episodes idle longer than ``idle_seconds`` (default: settings); returns how many."""
-    idle = settings.EPISODE_IDLE_TIMEOUT_S if idle_seconds is None else idle_seconds
-    cutoff = timezone.now() - timedelta(seconds=idle)
-    idle_ids = Episode.objects.filter(status=Episode.Status.OPEN, last_activity_at__lt=cutoff).values_list(
-        "id", flat=True
-    )
-    closed = 0
-    for episode_id in list(idle_ids):
-        try:
-            closed += _episode_close(episode_id, idle_before=cutoff)[1]
-        except EpisodeNotFound:
-            continue  # purged meanwhile
-    return closed
-
-
-@transaction.atomic
-def episodes_purge_closed(*, closed_before_days: int) -> int:
-    """Delete closed episodes (and their steps) closed more than ``closed_before_days`` days ago."""
-    cutoff = timezone.now() - timedelta(days=closed_before_days)
-    doomed = Episode.objects.filter(status=Episode.Status.CLOSED, closed_at__lt=cutoff)
-    ids = list(doomed.values_list("id", flat=True))
-    doomed.delete()
-    for episode_id in ids:
-        episode_cache.discard(episode_id)
-    return len(ids)
-
-
-def episode_state_from_log(episode: EpisodeRef) -> dict:
-    """Rebuild the episode from storage alone (snapshot image + logged row images) in a throwaway world."""
-    episode_log_settle(_episode_id(episode))
-    found = _episode_get(episode)
-    image = snapshot_image(found.snapshot_id)
-    steps = list(EpisodeStep.objects.filter(episode_id=found.pk).order_by("seq").values_list("changes", flat=True))
-    conn = world_connection_open(image.image)
-    try:
-        touched = changes_apply(conn, steps)
-        rows = touched_rows(conn=conn, image=image.image, touched=touched, now=image.world_now)
-        diff = diff_of(rows)
-        checksum = _state_checksum(image, rows, diff)
-    finally:
-        conn.close()
-    return {
-        "episode": str(found.pk),
-        "snapshot_version": image.version,
-        "status": found.status,
-        "step_count": len(steps),
-        "state_checksum": checksum,
-        "diff": diff,
-    }
