@@ -9,9 +9,7 @@ over the judged criteria) and the answer says so.
 from __future__ import annotations
 
 import logging
-import threading
 import uuid
-from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
@@ -21,7 +19,6 @@ from django.db.models import BooleanField, F, QuerySet
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
-from corecraft_site.canonical import canonical_sha256
 from rubrics_app.judgement import (
     Judgement,
     JudgeOptions,
@@ -31,12 +28,12 @@ from rubrics_app.judgement import (
     trajectory_judge,
 )
 from rubrics_app.models import CriterionKind
+from trainer_bridge.held import Held
 from trainer_bridge.models import ApiToken, Release, ReleaseRow, ReleaseStatus
-from trainer_bridge.selectors import release_row_criteria, release_row_get, release_row_payload, visible_splits
+from trainer_bridge.selectors import release_row_criteria, release_row_get, visible_splits
 from trainer_bridge.trainer_calls import call_record, calls_held
 from trainer_bridge.trainer_judge import judge_config_for_trainer
 from trainer_bridge.trainer_models import TrainerEpisode, TrainerEpisodeStatus
-from world_app.contract import agent_contract
 from world_app.credentials import Credential
 from world_app.episodes import EpisodeClosed, EpisodeNotFound, episode_close, episode_create, episode_world_free
 from world_app.episodes.owners import episodes_reachable
@@ -67,49 +64,18 @@ class RowSnapshotMissing(TrainerEpisodeError):
 # --- selectors ------------------------------------------------------------------------------------------------
 
 
-class _Held:
-    """A small per-process LRU (thread-safe): the open trainer episodes of this process."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._lock = threading.Lock()
-        self._items: OrderedDict = OrderedDict()
-
-    def get(self, key):
-        with self._lock:
-            found = self._items.get(key)
-            if found is not None:
-                self._items.move_to_end(key)
-            return found
-
-    def put(self, key, value) -> None:
-        with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
-
-    def drop(self, key) -> None:
-        with self._lock:
-            self._items.pop(key, None)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-
-
 # The trainer episodes open in this process, with their release, row (and so rubric) and owner: a tool call reads
 # none of them again. Only ``status`` can go stale (finished by another process), and the engine refuses a step on
 # the closed world episode, which ``trainer_episode_tool_call`` then reports as finished.
-_open_episodes = _Held(4096)
+_open_episodes = Held(4096)
 
 
 # Frozen release rows (with their release and version) and snapshots (without their image) this process has read:
 # both are immutable once they exist and never deleted (``release_delete_draft`` refuses a frozen release; episodes
 # protect their snapshot), so an open reads neither again (the row's content holds the rubric and the release the
 # 40 KB of tool schemas: reading them was half an open's time).
-_frozen_rows = _Held(4096)
-_snapshots = _Held(64)
+_frozen_rows = Held(4096)
+_snapshots = Held(64)
 
 
 def release_row_for_scopes(*, release: str, row_id: int | str, scopes: Iterable[str]) -> ReleaseRow | None:
@@ -173,50 +139,6 @@ def trainer_episode_get(
         else:
             _open_episodes.drop(found)
     return trainer_episode if _visible(trainer_episode, credential=credential, scopes=scopes) else None
-
-
-def row_tools(row: ReleaseRow) -> list[dict]:
-    """The OpenAI tool schemas frozen with the release, for the tools the row offers."""
-    return release_row_payload(row)["tools"]
-
-
-def row_tools_held(row: ReleaseRow) -> tuple[list[dict], str]:
-    """The row's tool schemas and their digest (``canonical_sha256``), made once per row this process holds (a
-    frozen row never changes): an open answers with the digest, and with the schemas only to a trainer that does
-    not name them by it."""
-    held = getattr(row, "_tools_held", None)
-    if held is None:
-        tools = row_tools(row)
-        held = row._tools_held = (tools, canonical_sha256(tools))
-    return held
-
-
-def row_max_turns(row: ReleaseRow) -> int:
-    """The row's own turn budget if it sets one, else the release's agent contract's."""
-    metadata = (row.content or {}).get("metadata") or {}
-    value = metadata.get("max_turns") if isinstance(metadata, dict) else None
-    if isinstance(value, int) and value > 0:
-        return value
-    return release_contract(row.release)["limits"]["max_turns"]
-
-
-def release_contract(release: Release) -> dict:
-    """The agent contract the release was frozen under (today's, for a release frozen before contracts)."""
-    return release.contract or agent_contract().frozen()
-
-
-def row_contract(row: ReleaseRow) -> dict:
-    """What the episode's agent is given beside the instruction and tools: the contract's prompt and limits."""
-    frozen = release_contract(row.release)
-    return {
-        "system_prompt": frozen["system_prompt"],
-        "messages": [
-            {"role": "system", "content": frozen["system_prompt"]},
-            {"role": "user", "content": (row.content or {}).get("instruction", "")},
-        ],
-        "limits": frozen["limits"],
-        "contract_version": frozen["version"],
-    }
 
 
 # --- services -------------------------------------------------------------------------------------------------

@@ -31,13 +31,11 @@ from trainer_bridge.api.trainer_serializers import (
 from trainer_bridge.auth import HasScope, TokenApiView, token_scopes
 from trainer_bridge.models import ApiToken
 from trainer_bridge.trainer_models import TrainerEpisode
+from trainer_bridge.trainer_rows import row_contract, row_max_turns, row_tools_held
 from trainer_bridge.trainer_services import (
     TrainerEpisodeError,
     release_row_for_scopes,
     reward_options_make,
-    row_contract,
-    row_max_turns,
-    row_tools_held,
     trainer_episode_finish,
     trainer_episode_get,
     trainer_episode_open,

@@ -21,13 +21,11 @@ from trainer_bridge.api.trainer_serializers import RewardOutputSerializer
 from trainer_bridge.mcp.tasks import EpisodeTask, TaskRefused
 from trainer_bridge.models import ApiToken
 from trainer_bridge.trainer_models import TrainerEpisode, TrainerEpisodeStatus
+from trainer_bridge.trainer_rows import row_contract, row_max_turns, row_tools
 from trainer_bridge.trainer_services import (
     TrainerEpisodeError,
     release_row_for_scopes,
     reward_options_make,
-    row_contract,
-    row_max_turns,
-    row_tools,
     trainer_episode_finish,
     trainer_episode_get,
     trainer_episode_open,
