@@ -216,6 +216,15 @@ def _changed_arguments(
 ) -> list[Perturbation]:
     out = []
     known = results is not None and len(results) == len(calls) and replay is not None
+    # The replay hands back the same object for a read it made before (its memo): its facts are read once.
+    facts_seen: dict[int, tuple[Any, set[str]]] = {}
+
+    def facts_once(result: Any) -> set[str]:
+        seen = facts_seen.get(id(result))
+        if seen is None or seen[0] is not result:
+            seen = facts_seen[id(result)] = (result, facts_of(result))  # the result kept: its id stays its own
+        return seen[1]
+
     for index, call in enumerate(calls):
         tool = tools.get(call["tool"])
         is_write = tool is not None and tool.group == "write"
@@ -233,8 +242,8 @@ def _changed_arguments(
                 new_results = replay(new_calls)
                 if _canonical(new_results[index]) == _canonical(results[index]):
                     continue  # the changed read returns what the reference read: no fault
-                learned = facts_of(results[index])
-                still = facts_in_text(instruction).union(*(facts_of(r) for r in new_results))
+                learned = facts_once(results[index])
+                still = facts_in_text(instruction).union(*(facts_once(r) for r in new_results))
                 lost = (learned - still) & facts_in_text(answer)
                 if not lost:
                     continue  # the answer owes nothing to this read: changing it is no fault of the answer
