@@ -32,21 +32,16 @@ from trainer_bridge.selectors import (
 )
 from world_app.api.exceptions import Conflict
 from world_app.api.pagination import ApiPagination, paginated
-from world_app.api.views import ApiErrorSerializer
+from world_app.api.views import BAD_INPUT, error_response
 
 READ_SCOPES = HasScope(Scope.TRAIN_READ, Scope.EVAL_READ)
 
 
-def _error(description: str) -> OpenApiResponse:
-    return OpenApiResponse(ApiErrorSerializer, description=description)
-
-
 AUTH_ERRORS = {
-    401: _error("No token, an unknown one, or a revoked one: send `Authorization: Bearer <token>`."),
-    403: _error("The token lacks the scope (train:read for the train split, eval:read for the holdout)."),
+    401: error_response("No token, an unknown one, or a revoked one: send `Authorization: Bearer <token>`."),
+    403: error_response("The token lacks the scope (train:read for the train split, eval:read for the holdout)."),
 }
-NOT_FOUND = {404: _error("No frozen release with that slug.")}
-BAD_INPUT = {400: _error("Invalid input: `error.fields` names each bad field.")}
+NOT_FOUND = {404: error_response("No frozen release with that slug.")}
 SLUG = OpenApiParameter("slug", OpenApiTypes.STR, OpenApiParameter.PATH, description="The release's slug.")
 FORMAT = OpenApiParameter(
     "format",
@@ -334,7 +329,7 @@ class ExportJobDetailApi(TokenApiView):
         operation_id="exports_retrieve",
         summary="An export job: status, progress, and the download url once done",
         parameters=[JOB_ID],
-        responses={200: ExportJobOutputSerializer, **AUTH_ERRORS, 404: _error("No export job with that id.")},
+        responses={200: ExportJobOutputSerializer, **AUTH_ERRORS, 404: error_response("No export job with that id.")},
     )
     def get(self, request: Request, job_id: int) -> Response:
         return Response(ExportJobOutputSerializer(_job_or_404(request, job_id), context={"request": request}).data)
@@ -351,9 +346,9 @@ class ExportJobDownloadApi(TokenApiView):
         responses={
             (200, "application/octet-stream"): OpenApiResponse(OpenApiTypes.BINARY),
             304: OpenApiResponse(description="Not modified."),
-            409: _error("The file is not written yet."),
+            409: error_response("The file is not written yet."),
             **AUTH_ERRORS,
-            404: _error("No export job with that id."),
+            404: error_response("No export job with that id."),
         },
     )
     def get(self, request: Request, job_id: int) -> HttpResponse:

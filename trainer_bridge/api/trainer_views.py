@@ -12,7 +12,7 @@ import logging
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import exceptions, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -44,7 +44,7 @@ from trainer_bridge.trainer_services import (
 )
 from world_app.api.exceptions import Conflict, _flatten, error_body
 from world_app.api.parsers import StrictJSONParser
-from world_app.api.views import ApiErrorSerializer
+from world_app.api.views import BAD_INPUT, error_response
 from world_app.credentials import Credential
 from world_app.episodes import EpisodeClosed, EpisodeError, EpisodeNotFound
 from world_app.episodes.owners import credential_of
@@ -53,16 +53,11 @@ logger = logging.getLogger(__name__)
 TAGS = ["trainer"]
 
 
-def _error(description: str) -> OpenApiResponse:
-    return OpenApiResponse(ApiErrorSerializer, description=description)
-
-
 AUTH_ERRORS = {
-    401: _error("No token, or a bad or revoked one: send `Authorization: Bearer <token>`."),
-    403: _error("The token lacks the scope this endpoint needs."),
+    401: error_response("No token, or a bad or revoked one: send `Authorization: Bearer <token>`."),
+    403: error_response("The token lacks the scope this endpoint needs."),
 }
-BAD_INPUT = {400: _error("Invalid input: `error.fields` names each bad field.")}
-EPISODE_NOT_FOUND = {404: _error("No such episode for this token (or its split is not readable by it).")}
+EPISODE_NOT_FOUND = {404: error_response("No such episode for this token (or its split is not readable by it).")}
 EPISODE_ID = OpenApiParameter(
     "episode_id", OpenApiTypes.UUID, OpenApiParameter.PATH, description="The episode's id, from the open call."
 )
@@ -119,8 +114,8 @@ class TrainerEpisodeOpenApi(TokenApiView):
         responses={
             201: EpisodeOpenOutputSerializer,
             **BAD_INPUT,
-            404: _error("No such row in a frozen release, for this token."),
-            409: _error("The row's snapshot version is not published on this server."),
+            404: error_response("No such row in a frozen release, for this token."),
+            409: error_response("The row's snapshot version is not published on this server."),
             **AUTH_ERRORS,
         },
         tags=TAGS,
@@ -187,7 +182,7 @@ class TrainerToolCallApi(TokenApiView):
             200: ToolCallOutputSerializer,
             **BAD_INPUT,
             **EPISODE_NOT_FOUND,
-            409: _error("The episode is finished or closed: it takes no more tool calls."),
+            409: error_response("The episode is finished or closed: it takes no more tool calls."),
             **AUTH_ERRORS,
         },
         tags=TAGS,
@@ -230,7 +225,7 @@ class TrainerEpisodeFinishApi(TokenApiView):
             200: RewardOutputSerializer,
             **BAD_INPUT,
             **EPISODE_NOT_FOUND,
-            409: _error("Already finished with another final answer."),
+            409: error_response("Already finished with another final answer."),
             **AUTH_ERRORS,
         },
         tags=TAGS,
