@@ -28,7 +28,8 @@ from world_app.episodes.diff import TouchedRows, checksum_of, diff_of, touched_r
 from world_app.episodes.errors import EpisodeClosed, EpisodeError, EpisodeNotFound, EpisodeStepAborted
 from world_app.episodes.images import SnapshotImage, snapshot_image, snapshot_table_digests
 from world_app.episodes.shared_image import foreign_keys_pending
-from world_app.episodes.step_log import Lease, json_column, lease_key, lease_wait, step_log_json, step_writer
+from world_app.episodes.step_log import step_writer
+from world_app.episodes.step_sql import Lease, json_column, lease_key, lease_wait, step_log_json
 from world_app.episodes.world_db import (
     changes_apply,
     changes_take,
