@@ -62,23 +62,6 @@ from tasks_app.calibration.rollouts import rollout_create, rollout_execute  # no
 from tasks_app.models import Rollout, RolloutPolicy, RolloutStatus  # noqa: E402
 from world_app.models import Order  # noqa: E402
 
-sys.path.insert(0, str(ROOT))
-
-
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "corecraft_site.settings")
-# Rollouts hand their connection back to the pool while the model thinks; a few spare for the judge's reads.
-os.environ.setdefault("DB_POOL_MAX", "24")
-
-import django  # noqa: E402
-
-django.setup()
-
-from django.conf import settings  # noqa: E402
-
-# No query log (the worker processes import this module too): measure the rollouts, not Django's debug cursor.
-settings.DEBUG = False
-
-
 TARGET_OVERHEAD = 0.10  # with spread latencies; lock-step (every rollout answered at the same instant): 0.25
 TARGET_OVERHEAD_LOCKSTEP = 0.25
 VERDICT_PASSES = 3

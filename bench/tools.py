@@ -79,42 +79,6 @@ from world_app.models import (  # noqa: E402
 from world_app.snapshots import snapshot_publish  # noqa: E402
 from world_app.tools import call_tool, world_tools  # noqa: E402
 
-sys.path.insert(0, str(ROOT))
-
-
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "corecraft_site.settings")
-
-LABEL = "bench/tools.py"
-CUSTOMERS_AT_SCALE_1 = 1428  # seed 7: about this many customers per unit of scale (618 base + the casebook's)
-TARGET_READ_P50_MS = 3.0
-TARGET_WRITE_P50_MS = 5.0
-# Issue 18's bars (in process, scale 1): the speed of the peers' in-memory dicts.
-BAR_READ_P50_MS = 0.3
-BAR_WRITE_P50_MS = 0.6
-BAR_STEP_OVERHEAD_P50_MS = 0.1
-BENCH_USER = "bench-tools"
-
-
-def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--scale", type=float, default=1.0, help="World scale to measure at (seeded if empty).")
-    parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--database-url", help="Use this database instead of DATABASE_URL.")
-    parser.add_argument("--calls", type=int, default=60, help="Timed in-process calls per tool.")
-    parser.add_argument("--http-calls", type=int, default=30, help="Timed HTTP calls per tool.")
-    parser.add_argument("--no-http", action="store_true", help="Skip the HTTP half.")
-    return parser.parse_args()
-
-
-ARGS = parse_args()
-if ARGS.database_url:
-    os.environ["DATABASE_URL"] = ARGS.database_url
-
-import django  # noqa: E402
-
-django.setup()
-
-
 # --- the world ----------------------------------------------------------------------------------------------------
 
 
