@@ -35,6 +35,7 @@ from world_app.episodes.world_db import (
     changes_take,
     world_bound,
     world_connection_open,
+    world_transaction,
 )
 from world_app.models import Episode, EpisodeStep, WorldSnapshot
 from world_app.routers import EPISODE_ALIAS
@@ -320,7 +321,7 @@ def _step_try(
     """
     logged = False
     try:
-        with world_bound(hot.conn, now=hot.world_now), transaction.atomic(using=EPISODE_ALIAS):
+        with world_bound(hot.conn, now=hot.world_now), world_transaction(hot.conn):
             step = _step_made(hot, name=name, arguments=arguments, fn=fn, seq=after[0] + 1)
             step.pk = _step_append(step, after_head=after[1], savepoint=savepoint)
             if step.pk is None:
@@ -406,7 +407,7 @@ def _step_deferred(hot: HotEpisode, *, name: str, arguments: dict, fn: Callable[
         return None
     step = None
     try:
-        with world_bound(hot.conn, now=hot.world_now), transaction.atomic(using=EPISODE_ALIAS):
+        with world_bound(hot.conn, now=hot.world_now), world_transaction(hot.conn):
             step = _step_made(hot, name=name, arguments=arguments, fn=fn, seq=hot.seq + 1)
             # The log row's JSON, made now: what json.dumps refuses undoes the call, as the synchronous append does.
             step_log_json(step)

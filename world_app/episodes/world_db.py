@@ -15,7 +15,7 @@ from datetime import datetime
 from functools import cache
 from typing import Any
 
-from django.db import connections
+from django.db import DatabaseError, connections, transaction
 
 from world_app.clock import episode_now
 from world_app.episodes import search_index
@@ -156,6 +156,51 @@ def world_bound(conn: sqlite3.Connection, *, now: datetime | None) -> Iterator[N
                 conn.rollback()
             for name, value in saved.items():
                 setattr(wrapper, name, value)
+
+
+@contextmanager
+def world_transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    """A step's SQLite transaction on ``conn`` (bound by ``world_bound``), as ``transaction.atomic(using=
+    EPISODE_ALIAS)`` makes it, without Django's bookkeeping (most of a no-op step's engine time): BEGIN on the
+    sqlite3 connection, the wrapper marked inside an atomic block (the ORM's own blocks inside nest savepoints),
+    COMMIT unless the body raised or marked the transaction for rollback (then ROLLBACK; a failed COMMIT rolls
+    back and raises Django's error, as the block's exit does). Django's block wherever it is not the outermost
+    one of a bound, idle connection, or something listens to Django's cursor."""
+    wrapper = connections[EPISODE_ALIAS]
+    if (
+        wrapper.connection is not conn
+        or wrapper.in_atomic_block
+        or not wrapper.autocommit
+        or conn.in_transaction
+        or wrapper.execute_wrappers
+        or wrapper.queries_logged
+    ):
+        with transaction.atomic(using=EPISODE_ALIAS):
+            yield
+        return
+    mode = wrapper.transaction_mode
+    with wrapper.wrap_database_errors:
+        conn.execute(f"BEGIN {mode}" if mode else "BEGIN")
+    wrapper.autocommit, wrapper.in_atomic_block, wrapper.needs_rollback = False, True, False
+    wrapper.commit_on_exit = True
+    done = False
+    try:
+        yield
+        done = not wrapper.needs_rollback
+    finally:
+        wrapper.in_atomic_block = wrapper.needs_rollback = False
+        try:
+            if done:
+                try:
+                    with wrapper.wrap_database_errors:
+                        conn.commit()
+                except DatabaseError:
+                    conn.rollback()
+                    raise
+            else:
+                conn.rollback()
+        finally:
+            wrapper.autocommit = True
 
 
 @dataclass(frozen=True)
