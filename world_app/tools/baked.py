@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
-from django.conf import settings
 from django.core.exceptions import EmptyResultSet, ImproperlyConfigured
 from django.db import DatabaseError, connections, router
 from django.db.backends.sqlite3.base import FORMAT_QMARK_REGEX
@@ -208,9 +207,12 @@ class BakedQuery(Generic[M]):
 def _sqlite_datetime(value: Any, expression: Any, connection: Any) -> Any:
     """Django's SQLite ``convert_datetimefield_value`` for what it nearly always gets, a naive datetime sqlite3
     parsed already (the declared type): made aware in the connection's zone, as ``timezone.make_aware`` does, without
-    its calls (the most frequent converter of the tools' rows). Anything else goes to Django's own."""
-    if value.__class__ is datetime and value.tzinfo is None and settings.USE_TZ:
-        return value.replace(tzinfo=connection.timezone)
+    its calls (the most frequent converter of the tools' rows). Anything else goes to Django's own. The
+    connection's zone stands for ``settings.USE_TZ`` (a lazy settings look-up per value): it is None without it."""
+    if value.__class__ is datetime and value.tzinfo is None:
+        zone = connection.timezone
+        if zone is not None:
+            return value.replace(tzinfo=zone)
     return connection.ops.convert_datetimefield_value(value, expression, connection)
 
 
