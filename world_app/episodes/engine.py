@@ -18,6 +18,7 @@ from functools import cache
 from typing import Any, NamedTuple
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections, transaction
 from django.db.models import Model
 from django.db.models.sql import InsertQuery
@@ -41,6 +42,21 @@ from world_app.models import Episode, EpisodeStep, WorldSnapshot
 from world_app.routers import EPISODE_ALIAS
 
 EpisodeRef = Episode | uuid.UUID | str
+# A step's columns in the model's order: _step_made builds its row from values in this order.
+_STEP_COLUMNS = (
+    "id",
+    "episode_id",
+    "seq",
+    "name",
+    "arguments",
+    "result",
+    "is_error",
+    "changes",
+    "duration_ms",
+    "created_at",
+)
+if tuple(field.attname for field in EpisodeStep._meta.concrete_fields) != _STEP_COLUMNS:
+    raise ImproperlyConfigured("EpisodeStep's columns changed: update engine._STEP_COLUMNS and _step_made")
 # Optimistic appends tried before a step takes the episode's row lock (only steps racing another process retry).
 OPTIMISTIC_ATTEMPTS = 3
 
@@ -352,16 +368,10 @@ def _step_made(hot: HotEpisode, *, name: str, arguments: dict, fn: Callable[[], 
     changes = changes_take(hot.conn)
     if changes and foreign_keys_pending(hot.conn):
         raise IntegrityError("FOREIGN KEY constraint failed")
+    is_error = isinstance(result, dict) and "error" in result
+    # By position, in _STEP_COLUMNS' order (checked against the model): __init__'s fast path, no keyword look-ups.
     return EpisodeStep(
-        episode_id=hot.episode_id,
-        seq=seq,
-        name=name,
-        arguments=arguments,
-        result=result,
-        is_error=isinstance(result, dict) and "error" in result,
-        changes=changes,
-        duration_ms=round(duration_ms, 3),
-        created_at=timezone.now(),
+        None, hot.episode_id, seq, name, arguments, result, is_error, changes, round(duration_ms, 3), timezone.now()
     )
 
 
