@@ -164,8 +164,9 @@ def world_transaction(conn: sqlite3.Connection) -> Iterator[None]:
     EPISODE_ALIAS)`` makes it, without Django's bookkeeping (most of a no-op step's engine time): BEGIN on the
     sqlite3 connection, the wrapper marked inside an atomic block (the ORM's own blocks inside nest savepoints),
     COMMIT unless the body raised or marked the transaction for rollback (then ROLLBACK; a failed COMMIT rolls
-    back and raises Django's error, as the block's exit does). Django's block wherever it is not the outermost
-    one of a bound, idle connection, or something listens to Django's cursor."""
+    back and raises Django's error, as the block's exit does; ``on_commit`` callbacks run after a commit and are
+    dropped with a rollback). Django's block wherever it is not the outermost one of a bound, idle connection, or
+    something listens to Django's cursor."""
     wrapper = connections[EPISODE_ALIAS]
     if (
         wrapper.connection is not conn
@@ -196,11 +197,15 @@ def world_transaction(conn: sqlite3.Connection) -> Iterator[None]:
                         conn.commit()
                 except DatabaseError:
                     conn.rollback()
+                    wrapper.run_on_commit = []
                     raise
             else:
                 conn.rollback()
+                wrapper.run_on_commit = []
         finally:
             wrapper.autocommit = True
+    if wrapper.run_on_commit:  # committed: on_commit callbacks run now, as when Django's block turns autocommit on
+        wrapper.run_and_clear_commit_hooks()
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ failed step."""
 from __future__ import annotations
 
 import pytest
-from django.db import connections
+from django.db import connections, transaction
 
 from world_app.episodes import episode_create, episode_step, episode_world
 from world_app.models import EpisodeStep, Order
@@ -94,3 +94,22 @@ def test_a_step_that_raises_writes_nothing_and_logs_nothing(published):
     assert not EpisodeStep.objects.filter(episode=episode, name="test_write").exists()
     # The ORM's episode connection is given back as the step found it.
     assert (wrapper.connection, wrapper.in_atomic_block, wrapper.autocommit, wrapper.needs_rollback) == state
+
+
+def test_on_commit_callbacks_on_the_episode_run_after_a_step_commits_and_never_after_a_failed_one(published):
+    episode = episode_create(label="on commit")
+    ran = []
+
+    def commits() -> dict:
+        transaction.on_commit(lambda: ran.append("committed"), using=EPISODE_ALIAS)
+        assert ran == []
+        return {}
+
+    def fails() -> dict:
+        transaction.on_commit(lambda: ran.append("rolled back"), using=EPISODE_ALIAS)
+        raise RuntimeError("boom")
+
+    episode_step(episode=episode, name="commits", arguments={}, fn=commits)
+    with pytest.raises(RuntimeError):
+        episode_step(episode=episode, name="fails", arguments={}, fn=fails)
+    assert ran == ["committed"]
