@@ -7,6 +7,8 @@ import pytest
 TEST_WORLD_NOW = datetime.fromisoformat("2025-09-15T14:00:00-05:00")
 SEEDED_WORLD_SEED = 7
 SEEDED_WORLD_SCALE = 1.0
+# The production PBKDF2 hasher is left out: it would rehash every password a login checks at its own rounds.
+QUICK_PASSWORD_HASHERS = ["tests.password_hashers.QuickPBKDF2PasswordHasher"]
 
 
 def pytest_collection_modifyitems(items):
@@ -42,8 +44,9 @@ def _world_clock(settings):
     """Every test sees the port's fixed world clock, whatever the environment says; and counts its failed logins
     on its own (the counts live in Redis, which outlives a test run); and writes token uses on the request path
     (a test's transaction is invisible to the background flusher's connection; tests/trainer_bridge/
-    test_token_cache.py runs the batches)."""
+    test_token_cache.py runs the batches); and hashes passwords at fewer PBKDF2 rounds (tests/password_hashers.py)."""
     settings.WORLD_NOW = TEST_WORLD_NOW
+    settings.PASSWORD_HASHERS = QUICK_PASSWORD_HASHERS
     settings.API_USAGE_FLUSH_MS = 0
     settings.LOGIN_THROTTLE_KEY_PREFIX = f"test-login-failures-{uuid.uuid4().hex}"
 
