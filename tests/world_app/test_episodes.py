@@ -631,16 +631,18 @@ def _raise():
 
 
 def test_a_copy_of_an_episode_another_process_closed_refuses_the_step_and_writes_nothing(world, monkeypatch):
-    from world_app.episodes import engine
+    from world_app.episodes import engine, lifecycle
 
     episode = episode_create()
     episode_step(episode=episode, name="one", arguments={}, fn=dict)
     assert episode.pk in episode_cache
 
-    other_process = EpisodeCache()
-    monkeypatch.setattr(engine, "episode_cache", other_process)
+    other_process = EpisodeCache()  # another process's cache, wherever this process's close looks
+    for module in (engine, lifecycle):
+        monkeypatch.setattr(module, "episode_cache", other_process)
     episode_close(episode)
-    monkeypatch.setattr(engine, "episode_cache", episode_cache)
+    for module in (engine, lifecycle):
+        monkeypatch.setattr(module, "episode_cache", episode_cache)
     assert episode.pk in episode_cache  # this process still holds its copy
 
     with pytest.raises(EpisodeClosed):

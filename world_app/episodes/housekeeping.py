@@ -11,8 +11,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from world_app.episodes.cache import episode_cache
-from world_app.episodes.engine import EpisodeRef, _episode_close, _episode_id
+from world_app.episodes.engine import EpisodeRef, _episode_id
 from world_app.episodes.errors import EpisodeNotFound
+from world_app.episodes.lifecycle import _episode_close
 from world_app.models import Episode
 
 

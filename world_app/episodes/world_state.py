@@ -19,16 +19,13 @@ from world_app.episodes.engine import (
     _episode_id,
     _head_of,
     _hot_episode,
-    _hot_rows,
     _hot_sync,
     _log_head,
-    _state_checksum,
-    episode_close,
-    episode_create,
     episode_log_settle,
 )
 from world_app.episodes.errors import EpisodeError
 from world_app.episodes.images import snapshot_image
+from world_app.episodes.lifecycle import _hot_rows, _state_checksum, episode_close, episode_create
 from world_app.episodes.world_db import (
     PENDING_CHANGES_SQL,
     changes_apply,
