@@ -11,6 +11,7 @@ takes longer raises ``PatternTimeout``, which the judge turns into an error verd
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 from typing import Any
@@ -49,20 +50,30 @@ def pattern_check(pattern: Any) -> None:
     """Raise ValueError (a message for the author) unless ``pattern`` compiles and cannot backtrack catastrophically."""
     if not isinstance(pattern, str):
         raise ValueError("a pattern must be text")
+    problem = _pattern_problem(pattern)
+    if problem:
+        raise ValueError(problem)
+
+
+@functools.lru_cache(maxsize=4096)
+def _pattern_problem(pattern: str) -> str | None:
+    """What is wrong with ``pattern``, once per pattern and process: a catastrophic one costs a probe's whole time
+    limit, and a rubric names its patterns in every criterion, version and save that checks them."""
     try:
         parsed = _parser().parse(pattern)
     except re.error as exc:
-        raise ValueError(f"not a valid regular expression: {exc}") from None
+        return f"not a valid regular expression: {exc}"
     try:
         regex.compile(pattern)
     except regex.error as exc:
-        raise ValueError(f"not a valid regular expression: {exc}") from None
+        return f"not a valid regular expression: {exc}"
     problem = _dangerous(list(parsed)) or _slow_on_probes(pattern)
     if problem:
-        raise ValueError(
+        return (
             f"this pattern can backtrack catastrophically ({problem}); rewrite it without a repeated group that "
             "repeats itself or has alternatives starting alike, e.g. (a+)+ -> a+, (a|ab)* -> (ab?)*"
         )
+    return None
 
 
 def _slow_on_probes(pattern: str) -> str | None:
