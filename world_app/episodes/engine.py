@@ -26,7 +26,7 @@ from world_app.episodes.errors import EpisodeClosed, EpisodeError, EpisodeNotFou
 from world_app.episodes.images import snapshot_image
 from world_app.episodes.shared_image import foreign_keys_pending
 from world_app.episodes.step_log import step_writer
-from world_app.episodes.step_sql import Lease, json_column, lease_key, lease_wait, step_log_json
+from world_app.episodes.step_sql import UNHURRIED_CTE, Lease, json_column, lease_key, lease_wait, step_log_json
 from world_app.episodes.world_db import (
     changes_apply,
     changes_take,
@@ -180,9 +180,6 @@ def _catch_up(hot: HotEpisode, *, waited: bool = False) -> None:
     hot.last_step_id, hot.seq = pending[-1][0], pending[-1][1]
 
 
-UNHURRIED_CTE = "unhurried AS (SELECT set_config('synchronous_commit', 'off', true))"
-
-
 def _unhurried() -> bool:
     """Whether a statement about to run on Django's connection is its own transaction and may commit without
     waiting for the WAL flush (``EPISODE_LOG_ASYNC_COMMIT``; never inside a caller's transaction)."""
@@ -201,7 +198,7 @@ def _append_sql(*, unhurried: bool) -> str:
     """
     episode, step = Episode._meta.db_table, EpisodeStep._meta.db_table
     # set_config(..., true) lasts for this transaction only: the connection's later commits wait as usual.
-    unhurried_cte = "unhurried AS (SELECT set_config('synchronous_commit', 'off', true)), " if unhurried else ""
+    unhurried_cte = f"{UNHURRIED_CTE}, " if unhurried else ""
     return f"""
         WITH {unhurried_cte}head AS (
             SELECT id FROM {episode}{", unhurried" if unhurried else ""}

@@ -21,7 +21,6 @@ from django.utils import timezone
 from world_app.episodes.cache import HotEpisode, episode_cache
 from world_app.episodes.diff import TouchedRows, checksum_of, diff_of, touched_rows
 from world_app.episodes.engine import (
-    UNHURRIED_CTE,
     EpisodeRef,
     _episode_id,
     _episode_lock,
@@ -33,7 +32,7 @@ from world_app.episodes.engine import (
 )
 from world_app.episodes.images import SnapshotImage, snapshot_image, snapshot_table_digests
 from world_app.episodes.step_log import step_writer
-from world_app.episodes.step_sql import lease_key, lease_wait
+from world_app.episodes.step_sql import UNHURRIED_CTE, lease_key, lease_wait
 from world_app.models import Episode, WorldSnapshot
 
 

@@ -139,17 +139,22 @@ class StepWriter:
 
     # --- barriers ------------------------------------------------------------------------------------------------
 
+    def _idle_lease_locked(self, episode_id: uuid.UUID) -> Lease | None:
+        """The episode's lease once no step runs under it (None: this process holds none); call with the mutex."""
+        lease = self._leases.get(episode_id)
+        while lease is not None and lease.busy:
+            self._barriers_waiting += 1
+            try:
+                self._not_busy.wait()
+            finally:
+                self._barriers_waiting -= 1
+            lease = self._leases.get(episode_id)
+        return lease
+
     def flush(self, episode_id: uuid.UUID) -> None:
         """Write the episode's deferred steps and release its lease (waits for a step running under it)."""
         with self._mutex:
-            lease = self._leases.get(episode_id)
-            while lease is not None and lease.busy:
-                self._barriers_waiting += 1
-                try:
-                    self._not_busy.wait()
-                finally:
-                    self._barriers_waiting -= 1
-                lease = self._leases.get(episode_id)
+            lease = self._idle_lease_locked(episode_id)
             if lease is not None:
                 self._flush_locked(lease)
             self._raise_lost(episode_id)
@@ -161,14 +166,7 @@ class StepWriter:
         runs it on its own connection). ``sql`` runs while the lease is still held (no session can append between
         the write and it) and must check for itself that the write moved the log (a guard on the new head)."""
         with self._mutex:
-            lease = self._leases.get(episode_id)
-            while lease is not None and lease.busy:
-                self._barriers_waiting += 1
-                try:
-                    self._not_busy.wait()
-                finally:
-                    self._barriers_waiting -= 1
-                lease = self._leases.get(episode_id)
+            lease = self._idle_lease_locked(episode_id)
             if lease is None or not lease.pending:
                 if lease is not None:
                     self._flush_locked(lease)

@@ -18,6 +18,9 @@ from world_app.models import Episode, EpisodeStep
 
 # The first key of pg_advisory_lock(int, int) for episode leases ("eplg" in ASCII); the second is from the id.
 LEASE_NAMESPACE = 0x65706C67
+# A CTE that lets its statement's own transaction commit without waiting for the WAL flush (set_config(..., true)
+# lasts for that transaction only). It runs only where the statement references it.
+UNHURRIED_CTE = "unhurried AS (SELECT set_config('synchronous_commit', 'off', true))"
 
 
 def lease_key(episode_id: uuid.UUID) -> tuple[int, int]:
@@ -68,7 +71,7 @@ def _flush_sql(*, unhurried: bool) -> str:
     # The text arrays (the JSON of arguments, results and row images) go in binary (%b): in text form psycopg
     # quotes every element with a regex, 0.3 ms of CPU per step of a get_order_details batch.
     episode, step = Episode._meta.db_table, EpisodeStep._meta.db_table
-    unhurried_cte = "unhurried AS (SELECT set_config('synchronous_commit', 'off', true)), " if unhurried else ""
+    unhurried_cte = f"{UNHURRIED_CTE}, " if unhurried else ""
     return f"""
         WITH {unhurried_cte}head AS (
             SELECT id FROM {episode}{", unhurried" if unhurried else ""}
