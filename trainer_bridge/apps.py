@@ -10,7 +10,7 @@ class TrainerBridgeConfig(AppConfig):
         from django.contrib.auth import get_user_model
         from django.db.models.signals import post_delete, post_save
 
-        from rubrics_app.models import JudgeConfig, ModelEndpoint
+        from rubrics_app.models import JudgeConfig, ModelEndpoint  # models: importable only once apps are ready
         from trainer_bridge.authentication import token_cache_forget  # imports models: only once apps are ready
         from trainer_bridge.trainer_judge import judge_config_forget
 
