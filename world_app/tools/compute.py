@@ -24,7 +24,7 @@ from world_app.models import (
 from world_app.tools.baked import BakedQuery
 from world_app.tools.coverage import delivered_at, return_window
 from world_app.tools.ledger import order_ledger
-from world_app.tools.lookups import fetch
+from world_app.tools.lookups import PRODUCTS, fetch
 from world_app.tools.params import EntityId, LineQuantity, ProductQuantity, ToolParams
 from world_app.tools.pricing import lines_to_refund, price_quote, refund_breakdown, refund_lines, shipping_refund_due
 from world_app.tools.records import product_brief
@@ -38,7 +38,6 @@ REFUND_FIELDS = ("order_id", "lines", "opened", "reason")
 CORE_CATEGORIES = ("cpu", "motherboard", "memory", "storage", "psu", "case")
 
 # Baked (see baked.py): compiling these look-ups cost more than running them.
-PRODUCTS = BakedQuery(Product, lambda ids: Product.objects.filter(pk__in=ids))
 BUNDLES = BakedQuery(Bundle, lambda ids: Bundle.objects.filter(pk__in=ids))
 BUNDLE_ITEMS = BakedQuery(BundleItem, lambda ids: BundleItem.objects.filter(bundle_id__in=ids).order_by("id"))
 BUILD_COMPONENTS = BakedQuery(

@@ -16,6 +16,7 @@ from world_app.models import Order, Payment, PaymentStatus, Refund, RefundStatus
 from world_app.money import ZERO
 from world_app.store_rules import SHIPPING_KEPT_ONCE_SHIPPED, SHIPPING_USED_SHIPMENT_STATUSES
 from world_app.tools.baked import BakedQuery
+from world_app.tools.lookups import ORDER_SHIPMENTS
 from world_app.tools.results import money
 
 # Payments whose money was taken at some point (a refunded payment was captured first).
@@ -112,7 +113,6 @@ class OrderLedger:
 
 # Baked (world_app/tools/baked.py): every money tool reads these, and compiling them cost more than running them.
 ORDER_PAYMENTS = BakedQuery(Payment, lambda order_id: Payment.objects.filter(order_id=order_id).order_by("id"))
-ORDER_SHIPMENTS = BakedQuery(Shipment, lambda order_id: Shipment.objects.filter(order_id=order_id).order_by("id"))
 PAYMENT_REFUNDS = BakedQuery(Refund, lambda ids: Refund.objects.filter(payment_id__in=ids).order_by("id"))
 
 

@@ -6,7 +6,7 @@ from functools import cache
 
 from django.db.models import Model
 
-from world_app.models import Customer, Employee, Order, OrderLineItem, Product, SupportTicket
+from world_app.models import Customer, Employee, Order, OrderLineItem, Product, Shipment, SupportTicket
 from world_app.tools.baked import BakedQuery
 from world_app.tools.results import ErrorCode, ToolError, not_found
 
@@ -18,6 +18,13 @@ ENTITY_NAMES = {
     Product: "product",
     SupportTicket: "support ticket",
 }
+
+
+# Look-ups several tools make, baked once (world_app/tools/baked.py): compiling them on every call cost more than
+# running them.
+PRODUCTS = BakedQuery(Product, lambda ids: Product.objects.filter(pk__in=ids))
+ORDER_LINES = BakedQuery(OrderLineItem, lambda order_id: OrderLineItem.objects.filter(order_id=order_id).order_by("id"))
+ORDER_SHIPMENTS = BakedQuery(Shipment, lambda order_id: Shipment.objects.filter(order_id=order_id).order_by("id"))
 
 
 @cache

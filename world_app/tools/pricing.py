@@ -33,7 +33,7 @@ from world_app.store_rules import (
     SHIPPING_RATES,
     Coupon,
 )
-from world_app.tools.baked import BakedQuery
+from world_app.tools.lookups import ORDER_LINES, PRODUCTS
 from world_app.tools.results import ErrorCode, ToolError, day, money
 
 
@@ -326,17 +326,11 @@ def refund_breakdown(
     }
 
 
-# Baked (world_app/tools/baked.py): every refund reads an order's lines, and compiling the look-up cost more than
-# running it.
-ORDER_LINES = BakedQuery(OrderLineItem, lambda order_id: OrderLineItem.objects.filter(order_id=order_id).order_by("id"))
-LINE_PRODUCTS = BakedQuery(Product, lambda ids: Product.objects.filter(pk__in=ids))
-
-
 def order_lines_with_products(order_id: str) -> list[OrderLineItem]:
     """The order's lines by id, each with its product loaded (what ``select_related("product")`` gives)."""
     lines = ORDER_LINES(order_id)
     if lines:
-        products = {product.id: product for product in LINE_PRODUCTS(sorted({li.product_id for li in lines}))}
+        products = {product.id: product for product in PRODUCTS(sorted({li.product_id for li in lines}))}
         # An inner join, as select_related makes for a required foreign key: a line without its product is not one.
         lines = [line for line in lines if line.product_id in products]
         for line in lines:

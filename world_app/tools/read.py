@@ -14,10 +14,8 @@ from world_app.models import (
     Escalation,
     KnowledgeBaseArticle,
     Order,
-    OrderLineItem,
     Product,
     Resolution,
-    Shipment,
     SupportTicket,
     TicketMessage,
     TicketStatus,
@@ -27,7 +25,7 @@ from world_app.models import (
 from world_app.tools.baked import BakedQuery
 from world_app.tools.coverage import delivered_at, return_window, warranty_coverage
 from world_app.tools.ledger import order_ledger
-from world_app.tools.lookups import fetch, resolve_line
+from world_app.tools.lookups import ORDER_LINES, ORDER_SHIPMENTS, PRODUCTS, fetch, resolve_line
 from world_app.tools.params import EntityId, LineRefParams, PageParams, ToolParams
 from world_app.tools.records import (
     article_brief,
@@ -52,9 +50,6 @@ from world_app.tools.search.base import BakedSearch
 
 # The look-ups of these tools, baked (world_app/tools/baked.py): they run on every call, and compiling them
 # each time cost more than running them.
-PRODUCTS = BakedQuery(Product, lambda ids: Product.objects.filter(pk__in=ids))
-ORDER_LINES = BakedQuery(OrderLineItem, lambda order_id: OrderLineItem.objects.filter(order_id=order_id).order_by("id"))
-ORDER_SHIPMENTS = BakedQuery(Shipment, lambda order_id: Shipment.objects.filter(order_id=order_id).order_by("id"))
 LINE_CLAIMS = BakedQuery(WarrantyClaim, lambda ids: WarrantyClaim.objects.filter(line_item_id__in=ids).order_by("id"))
 ORDER_TICKETS = BakedQuery(
     SupportTicket, lambda order_id: SupportTicket.objects.filter(order_id=order_id).order_by("created_at", "id")

@@ -35,11 +35,10 @@ from world_app.store_rules import (
 from world_app.tools.baked import create_row, save_fields
 from world_app.tools.coverage import delivered_at, return_window
 from world_app.tools.ids import new_id
-from world_app.tools.ledger import ORDER_SHIPMENTS, ZERO, OrderLedger, order_ledger
-from world_app.tools.lookups import fetch
+from world_app.tools.ledger import ZERO, OrderLedger, order_ledger
+from world_app.tools.lookups import ORDER_LINES, ORDER_SHIPMENTS, fetch
 from world_app.tools.params import EntityId, LineQuantity, Money, ToolParams
 from world_app.tools.pricing import (
-    ORDER_LINES,
     RefundLine,
     lines_to_refund,
     refund_breakdown,

@@ -22,8 +22,8 @@ from world_app.store_rules import (
     SHIPPED_SHIPMENT_STATUSES,
 )
 from world_app.tools.baked import save_fields
-from world_app.tools.ledger import ORDER_PAYMENTS, ORDER_SHIPMENTS
-from world_app.tools.lookups import fetch
+from world_app.tools.ledger import ORDER_PAYMENTS
+from world_app.tools.lookups import ORDER_SHIPMENTS, fetch
 from world_app.tools.params import EntityId, ToolParams
 from world_app.tools.records import order_summary
 from world_app.tools.registry import tool

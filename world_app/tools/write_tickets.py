@@ -29,8 +29,8 @@ from world_app.store_rules import (
 from world_app.tools.baked import BakedQuery, create_row, save_fields
 from world_app.tools.coverage import delivered_at, warranty_claim_day, warranty_coverage
 from world_app.tools.ids import new_id
-from world_app.tools.ledger import ORDER_SHIPMENTS, refunded_quantities
-from world_app.tools.lookups import fetch, resolve_line
+from world_app.tools.ledger import refunded_quantities
+from world_app.tools.lookups import ORDER_SHIPMENTS, fetch, resolve_line
 from world_app.tools.params import EntityId, LineRefParams, ToolParams
 from world_app.tools.records import (
     ticket_record,

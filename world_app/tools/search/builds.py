@@ -7,8 +7,9 @@ from typing import Literal
 from django.db.models import Q, QuerySet
 from pydantic import Field
 
-from world_app.models import Build, BuildComponent, Product
+from world_app.models import Build, BuildComponent
 from world_app.tools.baked import BakedQuery
+from world_app.tools.lookups import PRODUCTS
 from world_app.tools.params import EntityId, PageParams, SearchText, WorldTime, after_field, before_field
 from world_app.tools.records import build_record
 from world_app.tools.registry import tool
@@ -31,7 +32,6 @@ BUILD_SORTS = {"newest": ("-created_at", "-id"), "oldest": ("created_at", "id")}
 
 
 BUILD_COMPONENTS = BakedQuery(BuildComponent, lambda ids: BuildComponent.objects.filter(build_id__in=ids))
-PRODUCTS = BakedQuery(Product, lambda ids: Product.objects.filter(pk__in=ids))
 
 
 class BuildParts:
