@@ -239,7 +239,7 @@ def measure_child(spec: str) -> None:
             if mode == "streaming":
                 rows = export_write(release=release, split=split, format=fmt, out=out)
             else:
-                payloads = list(release_row_payloads(release=release, split=split))
+                payloads = list(release_row_payloads(release=release, split=split, inline_tools=fmt != "jsonl"))
                 rows = len(payloads)
                 if fmt == "jsonl":
                     encoder = JsonlLines()

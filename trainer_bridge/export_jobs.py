@@ -11,8 +11,9 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from trainer_bridge.exports import EXTENSIONS, export_write
+from trainer_bridge.exports import EXTENSIONS, export_write, write_tool_sets
 from trainer_bridge.models import ExportFormat, ExportJob, ExportStatus, Release, Split
+from trainer_bridge.selectors import release_tool_sets
 
 # Exports up to this many rows are written in the request; larger ones go to the "exports" queue.
 EXPORT_INLINE_MAX_ROWS = 2000
@@ -23,8 +24,24 @@ def export_file_path(job: ExportJob) -> Path:
     return Path(settings.MEDIA_ROOT) / job.file_path
 
 
+def export_has_tools_file(job: ExportJob) -> bool:
+    """A ``jsonl`` export names its rows' tool schemas by digest and holds them once, in a tools file beside it."""
+    return job.format == ExportFormat.JSONL
+
+
+def export_tools_path(job: ExportJob) -> Path:
+    """The tools file beside the export's file: ``{tools_sha256: [schemas]}`` (``<split>.jsonl.tools.json``)."""
+    return export_file_path(job).with_name(_tools_name(job))
+
+
+def _tools_name(job: ExportJob) -> str:
+    return f"{job.split}.{job.format}.tools.json"
+
+
 def export_file_ready(job: ExportJob) -> bool:
-    return job.status == ExportStatus.DONE and bool(job.file_path) and export_file_path(job).is_file()
+    if not (job.status == ExportStatus.DONE and bool(job.file_path) and export_file_path(job).is_file()):
+        return False
+    return not export_has_tools_file(job) or export_tools_path(job).is_file()
 
 
 def export_request(*, release: Release, split: str, format: str, user=None, inline: bool | None = None) -> ExportJob:
@@ -86,9 +103,16 @@ def export_job_run(*, job_id: int) -> ExportJob:
         with partial.open("rb") as written:
             for block in iter(lambda: written.read(1 << 20), b""):
                 digest.update(block)
+        if export_has_tools_file(job):
+            tools_target = target.with_name(_tools_name(job))
+            tools_partial = tools_target.with_name(tools_target.name + f".{job.pk}.part")
+            with tools_partial.open("wb") as out:
+                write_tool_sets(release_tool_sets(release=job.release, splits={job.split}), out)
+            tools_partial.replace(tools_target)
         partial.replace(target)
     except Exception as exc:  # noqa: BLE001 (a failed export is recorded on its job, for the page and API)
         partial.unlink(missing_ok=True)
+        target.with_name(f"{_tools_name(job)}.{job.pk}.part").unlink(missing_ok=True)
         ExportJob.objects.filter(pk=job.pk).update(
             status=ExportStatus.FAILED, error=f"{type(exc).__name__}: {exc}"[:2000], finished_at=timezone.now()
         )

@@ -11,6 +11,10 @@ Our extra_info adds ``release``, ``row_id`` and ``task_key``: the agent loop of 
 ("corecraft_agent") opens the episode from them, and the reward comes from our reward endpoint, so
 ``ground_truth`` names the row rather than holding an answer.
 
+Generic JSONL: one line per row, the API's row. ``jsonl`` names the row's tool schemas by ``tools_sha256`` (the
+digest a trainer open answers with) and the export's tools file holds each list once; ``jsonl-inline`` repeats
+them on every line (``tools``), for consumers that read each line alone. Both keep every line the same shape.
+
 Hugging Face / TRL: a conversational ``prompt`` column (a list of {role, content} messages, the format
 ``GRPOTrainer`` accepts) plus the columns a reward function or ``environment_factory`` needs to reach the episode
 and reward endpoints: ``release``, ``row_id``, ``task_key``, ``split``; ``tools`` and ``rubric`` travel as JSON
@@ -35,9 +39,15 @@ CHUNK = 1000
 DATA_SOURCE = "corecraft"
 AGENT_NAME = "corecraft_agent"
 ABILITY = "agentic_tool_use"
-EXTENSIONS = {ExportFormat.JSONL: "jsonl", ExportFormat.VERL_PARQUET: "parquet", ExportFormat.HF: "parquet"}
+EXTENSIONS = {
+    ExportFormat.JSONL: "jsonl",
+    ExportFormat.JSONL_INLINE: "jsonl",
+    ExportFormat.VERL_PARQUET: "parquet",
+    ExportFormat.HF: "parquet",
+}
 CONTENT_TYPES = {
     ExportFormat.JSONL: "application/x-ndjson",
+    ExportFormat.JSONL_INLINE: "application/x-ndjson",
     ExportFormat.VERL_PARQUET: "application/vnd.apache.parquet",
     ExportFormat.HF: "application/vnd.apache.parquet",
 }
@@ -57,7 +67,7 @@ def chat_prompt(instruction: str, system_prompt: str | None = None) -> list[dict
 
 
 def jsonl_record(payload: dict) -> dict:
-    """The generic JSONL row: the API's row (instruction, tool schemas, rubric, snapshot, metadata)."""
+    """The generic JSONL row: the API's row (instruction, tools_sha256, rubric, snapshot, metadata)."""
     return payload
 
 
@@ -161,25 +171,35 @@ def _chunks(items: Iterable, size: int) -> Iterator[list]:
 
 
 class JsonlLines:
-    """JSON lines of row payloads. The release's tool schemas (most of a row's bytes, the same on every row) are
-    encoded once per distinct tool list and spliced in, instead of being encoded again on every row."""
+    """JSON lines of row payloads, every line the same shape.
 
-    def __init__(self) -> None:
-        self._tools: dict[tuple[str, ...], str] = {}
+    By default a line names its tool schemas by ``tools_sha256`` and leaves them out (they are served once: the
+    export's tools file, ``releases/<slug>/tools/<sha256>``); ``inline_tools`` keeps the standalone lines of old,
+    each with its ``tools``, encoded once per distinct tool list and spliced in rather than encoded on every row.
+    """
+
+    def __init__(self, *, inline_tools: bool = False) -> None:
+        self.inline_tools = inline_tools
+        self._tools: dict[str, str] = {}
 
     def line(self, payload: dict) -> str:
         payload = dict(payload)
-        tools = payload.pop("tools")
-        names = tuple(schema["function"]["name"] for schema in tools)
-        encoded = self._tools.get(names)
-        if encoded is None:
-            encoded = self._tools[names] = json.dumps(tools, ensure_ascii=False, sort_keys=True)
+        tools = payload.pop("tools", None)
         head = json.dumps(jsonl_record(payload), ensure_ascii=False, sort_keys=True, default=str)
+        if not self.inline_tools:
+            return head + "\n"
+        if tools is None:
+            raise ValueError("inline tools need payloads with their tools (release_row_payloads(inline_tools=True))")
+        encoded = self._tools.get(payload["tools_sha256"])
+        if encoded is None:
+            encoded = self._tools[payload["tools_sha256"]] = json.dumps(tools, ensure_ascii=False, sort_keys=True)
         return f'{head[:-1]}, "tools": {encoded}}}\n'
 
 
-def write_jsonl(payloads: Iterable[dict], out: IO[bytes], *, progress: Progress | None = None) -> int:
-    lines = JsonlLines()
+def write_jsonl(
+    payloads: Iterable[dict], out: IO[bytes], *, progress: Progress | None = None, inline_tools: bool = False
+) -> int:
+    lines = JsonlLines(inline_tools=inline_tools)
     written = 0
     for payload in payloads:
         out.write(lines.line(payload).encode())
@@ -187,6 +207,12 @@ def write_jsonl(payloads: Iterable[dict], out: IO[bytes], *, progress: Progress 
         if progress and written % CHUNK == 0:
             progress(written)
     return written
+
+
+def write_tool_sets(tool_sets: dict[str, list[dict]], out: IO[bytes]) -> None:
+    """The tools file of a JSONL export: ``{tools_sha256: [OpenAI tool schemas]}`` for every digest its lines name
+    (``canonical_sha256`` of each list is its key, so a reader can check it)."""
+    out.write(json.dumps(tool_sets, ensure_ascii=False, sort_keys=True).encode())
 
 
 def _write_parquet(records: Iterable[dict], out: IO[bytes], schema: pa.Schema, *, progress: Progress | None) -> int:
@@ -221,9 +247,10 @@ def write_hf_parquet(
 
 def export_write(*, release: Release, split: str, format: str, out: IO[bytes], progress: Progress | None = None) -> int:
     """Write one split of ``release`` in ``format`` to ``out``, streaming; returns the number of rows."""
-    payloads = release_row_payloads(release=release, split=split, chunk_size=CHUNK)
-    if format == ExportFormat.JSONL:
-        return write_jsonl(payloads, out, progress=progress)
+    inline_tools = format != ExportFormat.JSONL  # the parquet writers read a row's tools; jsonl names them
+    payloads = release_row_payloads(release=release, split=split, chunk_size=CHUNK, inline_tools=inline_tools)
+    if format in (ExportFormat.JSONL, ExportFormat.JSONL_INLINE):
+        return write_jsonl(payloads, out, progress=progress, inline_tools=inline_tools)
     if format == ExportFormat.VERL_PARQUET:
         tool_names = [schema["function"]["name"] for schema in release.tools or []]
         return write_verl_parquet(

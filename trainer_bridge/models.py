@@ -157,7 +157,8 @@ class ReleaseRow(models.Model):
 
 
 class ExportFormat(models.TextChoices):
-    JSONL = "jsonl", "Generic JSONL"
+    JSONL = "jsonl", "Generic JSONL (tools once, in its tools file)"
+    JSONL_INLINE = "jsonl-inline", "Generic JSONL, tools on every line"
     VERL_PARQUET = "verl-parquet", "verl parquet"
     HF = "hf", "Hugging Face datasets / TRL (parquet)"
 

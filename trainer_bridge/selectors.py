@@ -7,7 +7,9 @@ from typing import Any
 
 from django.db.models import Count, QuerySet
 
+from corecraft_site.canonical import canonical_sha256
 from tasks_app.models import Criterion
+from trainer_bridge.held import Held
 from trainer_bridge.models import ExportJob, Release, ReleaseRow, ReleaseStatus, Scope, Split
 
 ROW_CHUNK = 1000
@@ -64,6 +66,50 @@ def release_tools_by_name(release: Release) -> dict[str, dict]:
     return {schema["function"]["name"]: schema for schema in release.tools or []}
 
 
+class ReleaseToolSets:
+    """The tool schema lists a release's rows offer, each with its digest (``canonical_sha256`` of the list, the
+    ``tools_sha256`` of rows and trainer opens), made once per distinct list of tool names: a row names its tools,
+    the release holds their schemas once, and most rows name the same list."""
+
+    def __init__(self, release: Release) -> None:
+        self.by_name = release_tools_by_name(release)
+        self._sets: dict[tuple[str, ...], tuple[list[dict], str]] = {}
+
+    def of(self, names: list[str] | tuple[str, ...]) -> tuple[list[dict], str]:
+        """The schemas of ``names`` (those the release holds, in the row's order) and their digest."""
+        key = tuple(names)
+        found = self._sets.get(key)
+        if found is None:
+            tools = [self.by_name[name] for name in key if name in self.by_name]
+            found = self._sets[key] = (tools, canonical_sha256(tools))
+        return found
+
+
+def release_tool_sets(*, release: Release, splits: set[str]) -> dict[str, list[dict]]:
+    """Every tool list the rows of ``splits`` offer, by digest: what a row's ``tools_sha256`` resolves to. Only the
+    readable splits' rows are looked at, so a digest names nothing a reader could not see on a row."""
+    key = (release.pk, release.checksum, frozenset(splits))
+    held = _TOOL_SETS_HELD.get(key)
+    if held is None:
+        names = (
+            ReleaseRow.objects.filter(release=release, split__in=splits)
+            .values_list("content__tools", flat=True)
+            .distinct()
+        )
+        sets = ReleaseToolSets(release)
+        held = {}
+        for row_names in names:
+            tools, digest = sets.of(row_names or [])
+            held[digest] = tools
+        _TOOL_SETS_HELD.put(key, held)
+    return held
+
+
+# A frozen release's rows never change: its tool sets are held per process (a release's checksum changes only on
+# freezing, so a draft's rows never linger).
+_TOOL_SETS_HELD = Held(64)
+
+
 def row_calibrated_difficulty(content: dict) -> str:
     """The calibrated difficulty frozen with the row; ``not_calibrated`` without a calibration from model rollouts
     (rows frozen before the two were named apart carried ``difficulty_label``, from any policy: not trusted)."""
@@ -71,12 +117,20 @@ def row_calibrated_difficulty(content: dict) -> str:
     return calibration.get("calibrated_difficulty") or "not_calibrated"
 
 
-def release_row_payload(row: ReleaseRow, *, release: Release | None = None, tools_by_name: dict | None = None) -> dict:
-    """The API's row: the frozen content with the release's tool schemas filled in."""
+def release_row_payload(
+    row: ReleaseRow,
+    *,
+    release: Release | None = None,
+    tool_sets: ReleaseToolSets | None = None,
+    inline_tools: bool = False,
+) -> dict:
+    """The API's row: the frozen content and the digest of its tool schemas (``tools_sha256``); the schemas
+    themselves (``tools``, the same 40 KB on nearly every row) only with ``inline_tools``."""
     release = release or row.release
-    tools_by_name = tools_by_name if tools_by_name is not None else release_tools_by_name(release)
+    tool_sets = tool_sets if tool_sets is not None else ReleaseToolSets(release)
     content = row.content
-    return {
+    tools, tools_sha256 = tool_sets.of(content.get("tools", []))
+    payload = {
         "row_id": row.pk,
         "release": release.slug,
         "task_key": row.task_key,
@@ -90,17 +144,22 @@ def release_row_payload(row: ReleaseRow, *, release: Release | None = None, tool
         "family": row.family,
         "instruction": content["instruction"],
         "snapshot_version": content["snapshot_version"],
-        "tools": [tools_by_name[name] for name in content.get("tools", []) if name in tools_by_name],
+        "tools_sha256": tools_sha256,
         "rubric": content["rubric"],
         "metadata": content.get("metadata", {}),
         "simulated_user": content.get("simulated_user") or {},
         "checksum": row.checksum,
     }
+    if inline_tools:
+        payload["tools"] = tools
+    return payload
 
 
-def release_row_payloads(*, release: Release, split: str, chunk_size: int = ROW_CHUNK) -> Iterator[dict]:
+def release_row_payloads(
+    *, release: Release, split: str, chunk_size: int = ROW_CHUNK, inline_tools: bool = False
+) -> Iterator[dict]:
     """Every row of a split as payloads, streamed from the database in chunks (constant memory)."""
-    tools_by_name = release_tools_by_name(release)
+    tool_sets = ReleaseToolSets(release)
     rows = (
         ReleaseRow.objects.filter(release=release, split=split)
         .order_by("position")
@@ -118,7 +177,7 @@ def release_row_payloads(*, release: Release, split: str, chunk_size: int = ROW_
         )
     )
     for row in rows.iterator(chunk_size=chunk_size):
-        yield release_row_payload(row, release=release, tools_by_name=tools_by_name)
+        yield release_row_payload(row, release=release, tool_sets=tool_sets, inline_tools=inline_tools)
 
 
 def release_strata(*, release: Release, splits: set[str] | None = None) -> list[dict[str, Any]]:
@@ -153,6 +212,7 @@ def release_manifest_for(*, release: Release, splits: set[str]) -> dict:
         "strata": strata,
         "snapshot_versions": manifest.get("snapshot_versions", []),
         "tool_names": [schema["function"]["name"] for schema in release.tools or []],
+        "tools_sha256": manifest.get("tools_sha256") or canonical_sha256(release.tools or []),
     }
 
 

@@ -3,15 +3,14 @@ and the agent contract the release was frozen under (system prompt, first messag
 
 from __future__ import annotations
 
-from corecraft_site.canonical import canonical_sha256
 from trainer_bridge.models import Release, ReleaseRow
-from trainer_bridge.selectors import release_row_payload
+from trainer_bridge.selectors import ReleaseToolSets
 from world_app.contract import agent_contract
 
 
 def row_tools(row: ReleaseRow) -> list[dict]:
     """The OpenAI tool schemas frozen with the release, for the tools the row offers."""
-    return release_row_payload(row)["tools"]
+    return row_tools_held(row)[0]
 
 
 def row_tools_held(row: ReleaseRow) -> tuple[list[dict], str]:
@@ -20,8 +19,7 @@ def row_tools_held(row: ReleaseRow) -> tuple[list[dict], str]:
     not name them by it."""
     held = getattr(row, "_tools_held", None)
     if held is None:
-        tools = row_tools(row)
-        held = row._tools_held = (tools, canonical_sha256(tools))
+        held = row._tools_held = ReleaseToolSets(row.release).of((row.content or {}).get("tools", []))
     return held
 
 

@@ -62,13 +62,14 @@ def test_eval_token_sees_the_holdout_and_not_train(frozen_release, token_client)
     assert set(both["splits"]) == {"train", "holdout"}
 
 
-def test_rows_carry_tools_rubric_and_snapshot(frozen_release, token_client):
+def test_rows_carry_tools_sha256_rubric_and_snapshot(frozen_release, token_client):
     client = token_client("train:read")
     page = client.get("/api/v1/releases/r1/rows/?split=train&limit=2&offset=1").json()
     assert page["count"] == 15 and len(page["results"]) == 2 and page["next"] and page["previous"]
     row = page["results"][0]
-    assert row["position"] == 1
-    assert row["tools"][0]["type"] == "function" and row["rubric"][0]["kind"] in {"llm", "response"}
+    assert row["position"] == 1 and "tools" not in row
+    assert row["tools_sha256"] == frozen_release.manifest["tools_sha256"]
+    assert row["rubric"][0]["kind"] in {"llm", "response"}
     assert isinstance(row["snapshot_version"], int) and row["task_key"].startswith("test:")
     assert row["release"] == "r1" and isinstance(row["row_id"], int)
 
@@ -83,7 +84,7 @@ def test_unknown_or_draft_release_is_404(frozen_release, token_client, admin_use
     assert [r["slug"] for r in client.get("/api/v1/releases/").json()["results"]] == ["r1"]
 
 
-@pytest.mark.parametrize("fmt", ["jsonl", "verl-parquet", "hf"])
+@pytest.mark.parametrize("fmt", ["jsonl", "jsonl-inline", "verl-parquet", "hf"])
 def test_download_has_an_etag_and_if_none_match_gives_304(frozen_release, token_client, fmt, settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path
     client = token_client("train:read")

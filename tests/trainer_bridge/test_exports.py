@@ -8,7 +8,8 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from trainer_bridge.export_jobs import export_job_run, export_request
+from corecraft_site.canonical import canonical_sha256
+from trainer_bridge.export_jobs import export_job_run, export_request, export_tools_path
 from trainer_bridge.exports import AGENT_NAME, CHUNK, export_write
 from trainer_bridge.models import ExportJob, ExportStatus, ReleaseRow
 
@@ -47,14 +48,24 @@ def test_hf_parquet_has_a_conversational_prompt_and_the_reward_columns(frozen_re
     assert json.loads(rows[0]["rubric"])[0]["text"]
 
 
-def test_jsonl_holds_instruction_tools_rubric_snapshot_metadata(frozen_release):
+def test_jsonl_names_the_tools_by_digest_and_jsonl_inline_carries_them(frozen_release):
     out = io.BytesIO()
     export_write(release=frozen_release, split="train", format="jsonl", out=out)
     lines = out.getvalue().decode().splitlines()
     assert len(lines) == 15
-    first = json.loads(lines[0])
-    assert {"instruction", "tools", "rubric", "snapshot_version", "metadata", "row_id", "task_key"} <= set(first)
-    assert [json.loads(line)["position"] for line in lines] == list(range(15))
+    rows = [json.loads(line) for line in lines]
+    first = rows[0]
+    assert {"instruction", "tools_sha256", "rubric", "snapshot_version", "metadata", "row_id", "task_key"} <= set(first)
+    assert [row["position"] for row in rows] == list(range(15))
+    # Every line the same shape, and none repeats the schemas: the digest names them (the trainer open's digest).
+    assert all(set(row) == set(first) and "tools" not in row for row in rows)
+    assert {row["tools_sha256"] for row in rows} == {canonical_sha256(frozen_release.tools)}
+    inline = io.BytesIO()
+    export_write(release=frozen_release, split="train", format="jsonl-inline", out=inline)
+    standalone = [json.loads(line) for line in inline.getvalue().decode().splitlines()]
+    assert [row["tools"] for row in standalone] == [frozen_release.tools] * 15
+    assert [{k: v for k, v in row.items() if k != "tools"} for row in standalone] == rows
+    assert len(out.getvalue()) * 10 < len(inline.getvalue())
 
 
 def test_parquet_is_written_in_row_groups_of_a_chunk(frozen_release, monkeypatch):
@@ -79,6 +90,25 @@ def test_export_job_writes_the_file_under_media_root(frozen_release, settings, t
     path.unlink()
     again = export_request(release=frozen_release, split="train", format="jsonl")
     assert again.pk == job.pk and (tmp_path / again.file_path).is_file() and again.sha256 == job.sha256
+
+
+def test_a_jsonl_export_job_writes_its_tools_file_beside_it(frozen_release, settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path
+    job = export_request(release=frozen_release, split="train", format="jsonl")
+    tools_file = export_tools_path(job)
+    assert tools_file.parent == (tmp_path / job.file_path).parent and tools_file.name == "train.jsonl.tools.json"
+    sets = json.loads(tools_file.read_text())
+    assert sets == {canonical_sha256(frozen_release.tools): frozen_release.tools}
+    digests = {json.loads(line)["tools_sha256"] for line in (tmp_path / job.file_path).read_text().splitlines()}
+    assert digests == set(sets)
+    # A lost tools file is a lost export: asked again, both are written again.
+    tools_file.unlink()
+    again = export_request(release=frozen_release, split="train", format="jsonl")
+    assert again.pk == job.pk and tools_file.is_file() and again.sha256 == job.sha256
+    # The other formats carry (or name) the tools on every row and have no tools file.
+    for fmt in ("jsonl-inline", "hf", "verl-parquet"):
+        other = export_request(release=frozen_release, split="train", format=fmt)
+        assert other.status == ExportStatus.DONE and not export_tools_path(other).exists()
 
 
 def test_a_failed_export_is_recorded_and_retried(frozen_release, settings, tmp_path, monkeypatch):

@@ -11,23 +11,34 @@ from django.http import FileResponse, HttpResponse, StreamingHttpResponse
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import exceptions, serializers, status
+from rest_framework import exceptions, status
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from trainer_bridge import export_jobs
+from trainer_bridge.api.release_serializers import (
+    TOOLS_INLINE,
+    ExportJobOutputSerializer,
+    ReleaseDetailOutputSerializer,
+    ReleaseOutputSerializer,
+    RowOutputSerializer,
+    RowsQuerySerializer,
+    SplitQuerySerializer,
+    export_tools_url,
+)
 from trainer_bridge.auth import HasScope, TokenApiView, token_scopes
 from trainer_bridge.exports import CONTENT_TYPES, JsonlLines
-from trainer_bridge.models import ExportFormat, ExportJob, ExportStatus, Release, Scope, Split
+from trainer_bridge.models import ExportFormat, ExportJob, Release, Scope, Split
 from trainer_bridge.selectors import (
+    ReleaseToolSets,
     release_get,
     release_list,
     release_manifest_for,
     release_row_payload,
     release_row_payloads,
     release_rows,
-    release_tools_by_name,
+    release_tool_sets,
     visible_splits,
 )
 from world_app.api.exceptions import Conflict
@@ -48,7 +59,9 @@ FORMAT = OpenApiParameter(
     OpenApiTypes.STR,
     OpenApiParameter.PATH,
     enum=ExportFormat.values,
-    description="jsonl (generic), verl-parquet, or hf (Hugging Face datasets / TRL parquet).",
+    description="jsonl (generic; each row names its tool schemas by tools_sha256, the job's tools file holds them "
+    "once), jsonl-inline (generic, the schemas on every line; also jsonl with tools=inline), verl-parquet, or hf "
+    "(Hugging Face datasets / TRL parquet).",
 )
 PAGE_PARAMETERS = [
     OpenApiParameter("limit", OpenApiTypes.INT, description="Rows per page (default 50, at most 500)."),
@@ -66,106 +79,11 @@ class IgnoreAcceptNegotiation(BaseContentNegotiation):
         return (renderers[0], renderers[0].media_type)
 
 
-class SplitQuerySerializer(serializers.Serializer):
-    class Meta:
-        ref_name = "ReleaseSplitQuery"
-
-    split = serializers.ChoiceField(choices=Split.choices, default=Split.TRAIN, help_text="train or holdout.")
-
-
-class SplitInfoSerializer(serializers.Serializer):
-    count = serializers.IntegerField()
-    checksum = serializers.CharField()
-
-
-class ReleaseSplitsSerializer(serializers.Serializer):
-    train = SplitInfoSerializer(required=False, help_text="Present for train:read.")
-    holdout = SplitInfoSerializer(required=False, help_text="Present for eval:read only.")
-
-
-class ReleaseOutputSerializer(serializers.Serializer):
-    class Meta:
-        ref_name = "ReleaseManifest"
-
-    id = serializers.IntegerField()
-    slug = serializers.CharField()
-    name = serializers.CharField()
-    seed = serializers.IntegerField()
-    status = serializers.CharField()
-    created_at = serializers.DateTimeField()
-    frozen_at = serializers.DateTimeField(allow_null=True)
-    checksum = serializers.CharField(help_text="sha256 over both splits' checksums and the tool schemas.")
-    splits = ReleaseSplitsSerializer(help_text="Only the splits the token may read.")
-    strata = serializers.ListField(child=serializers.DictField(), help_text="Counts per type x difficulty x split.")
-    snapshot_versions = serializers.ListField(child=serializers.IntegerField())
-    tool_names = serializers.ListField(child=serializers.CharField())
-    url = serializers.CharField()
-    rows_url = serializers.CharField()
-
-
-class RowOutputSerializer(serializers.Serializer):
-    class Meta:
-        ref_name = "ReleaseRow"
-
-    row_id = serializers.IntegerField()
-    release = serializers.CharField()
-    task_key = serializers.CharField()
-    version_id = serializers.IntegerField()
-    split = serializers.CharField()
-    position = serializers.IntegerField()
-    task_type = serializers.CharField()
-    difficulty = serializers.CharField(help_text="The author's expected difficulty (same as expected_difficulty).")
-    expected_difficulty = serializers.CharField(help_text="The author's expected difficulty (split strata use it).")
-    calibrated_difficulty = serializers.CharField(
-        help_text="From model rollouts, as frozen (provenance in metadata.calibration); not_calibrated without."
-    )
-    family = serializers.CharField()
-    instruction = serializers.CharField()
-    snapshot_version = serializers.IntegerField()
-    tools = serializers.ListField(child=serializers.DictField(), help_text="OpenAI tool schemas.")
-    rubric = serializers.ListField(child=serializers.DictField(), help_text="The frozen criteria of this row.")
-    metadata = serializers.DictField()
-    simulated_user = serializers.DictField(
-        help_text="Who answers the agent's ask_user questions in this row's episodes (facts held back from the "
-        "instruction, each with its scripted reply); empty: no one. For the environment, not for the model."
-    )
-    checksum = serializers.CharField()
-
-
-class ExportJobOutputSerializer(serializers.Serializer):
-    class Meta:
-        ref_name = "ExportJob"
-
-    id = serializers.IntegerField()
-    release = serializers.CharField(source="release.slug")
-    split = serializers.CharField()
-    format = serializers.CharField()
-    status = serializers.CharField(help_text="queued, running, done or failed.")
-    progress = serializers.FloatField()
-    rows_written = serializers.IntegerField()
-    rows_total = serializers.IntegerField()
-    sha256 = serializers.CharField()
-    size_bytes = serializers.IntegerField()
-    error = serializers.CharField()
-    created_at = serializers.DateTimeField()
-    finished_at = serializers.DateTimeField(allow_null=True)
-    url = serializers.SerializerMethodField()
-    download_url = serializers.SerializerMethodField()
-
-    def get_url(self, job) -> str:
-        return self.context["request"].build_absolute_uri(reverse("trainer_api:export-job", args=[job.pk]))
-
-    def get_download_url(self, job) -> str | None:
-        if job.status != ExportStatus.DONE:
-            return None
-        return self.context["request"].build_absolute_uri(reverse("trainer_api:export-download", args=[job.pk]))
-
-
-def _splits(request: Request) -> set[str]:
+def readable_splits(request: Request) -> set[str]:
     return visible_splits(token_scopes(request))
 
 
-def _release_or_404(slug: str) -> Release:
+def release_or_404(slug: str) -> Release:
     release = release_get(slug=slug, frozen_only=True)
     if release is None:
         raise exceptions.NotFound("No frozen release with that slug.", code="release_not_found")
@@ -173,7 +91,7 @@ def _release_or_404(slug: str) -> Release:
 
 
 def _split_or_403(request: Request, split: str) -> str:
-    if split not in _splits(request):
+    if split not in readable_splits(request):
         needed = Scope.EVAL_READ if split == Split.HOLDOUT else Scope.TRAIN_READ
         raise exceptions.PermissionDenied(f"Reading the {split} split needs the {needed} scope.")
     return split
@@ -185,8 +103,15 @@ def _query_split(request: Request) -> str:
     return _split_or_403(request, query.validated_data["split"])
 
 
+def _query_rows(request: Request) -> tuple[str, bool]:
+    """The split and whether rows carry their tools inline."""
+    query = RowsQuerySerializer(data=request.query_params)
+    query.is_valid(raise_exception=True)
+    return _split_or_403(request, query.validated_data["split"]), query.validated_data["tools"] == TOOLS_INLINE
+
+
 def _manifest(request: Request, release: Release) -> dict:
-    data = release_manifest_for(release=release, splits=_splits(request))
+    data = release_manifest_for(release=release, splits=readable_splits(request))
     data["url"] = request.build_absolute_uri(reverse("trainer_api:release-detail", args=[release.slug]))
     data["rows_url"] = request.build_absolute_uri(reverse("trainer_api:release-rows", args=[release.slug]))
     return data
@@ -214,10 +139,13 @@ class ReleaseDetailApi(TokenApiView):
         operation_id="releases_retrieve",
         summary="A release's manifest: seed, checksums, per split and per stratum counts (readable splits only)",
         parameters=[SLUG],
-        responses={200: ReleaseOutputSerializer, **AUTH_ERRORS, **NOT_FOUND},
+        responses={200: ReleaseDetailOutputSerializer, **AUTH_ERRORS, **NOT_FOUND},
     )
     def get(self, request: Request, slug: str) -> Response:
-        return Response(_manifest(request, _release_or_404(slug)))
+        release = release_or_404(slug)
+        data = _manifest(request, release)
+        data["tool_sets"] = release_tool_sets(release=release, splits=readable_splits(request))
+        return Response(data)
 
 
 class ReleaseRowListApi(TokenApiView):
@@ -225,17 +153,17 @@ class ReleaseRowListApi(TokenApiView):
 
     @extend_schema(
         operation_id="releases_rows_list",
-        summary="A split's rows, paginated (instruction, tool schemas, rubric, snapshot, metadata)",
-        parameters=[SLUG, SplitQuerySerializer, *PAGE_PARAMETERS],
+        summary="A split's rows, paginated (instruction, tools_sha256, rubric, snapshot, metadata)",
+        parameters=[SLUG, RowsQuerySerializer, *PAGE_PARAMETERS],
         responses={200: paginated(RowOutputSerializer), **BAD_INPUT, **AUTH_ERRORS, **NOT_FOUND},
     )
     def get(self, request: Request, slug: str) -> Response:
-        release = _release_or_404(slug)
-        split = _query_split(request)
+        release = release_or_404(slug)
+        split, inline = _query_rows(request)
         paginator = ApiPagination()
         page = paginator.paginate_queryset(release_rows(release=release, split=split), request, view=self)
-        tools = release_tools_by_name(release)
-        rows = [release_row_payload(row, release=release, tools_by_name=tools) for row in page]
+        tools = ReleaseToolSets(release)
+        rows = [release_row_payload(row, release=release, tool_sets=tools, inline_tools=inline) for row in page]
         return paginator.get_paginated_response(rows)
 
 
@@ -246,19 +174,22 @@ class ReleaseRowStreamApi(TokenApiView):
     @extend_schema(
         operation_id="releases_rows_jsonl",
         summary="A split's rows as JSON lines, streamed (one row per line, in position order)",
-        parameters=[SLUG, SplitQuerySerializer],
+        parameters=[SLUG, RowsQuerySerializer],
         responses={
-            (200, "application/x-ndjson"): OpenApiResponse(OpenApiTypes.BINARY, description="One row per line."),
+            (200, "application/x-ndjson"): OpenApiResponse(
+                OpenApiTypes.BINARY, description="One row per line (a ReleaseRow), every line the same shape."
+            ),
             **BAD_INPUT,
             **AUTH_ERRORS,
             **NOT_FOUND,
         },
     )
     def get(self, request: Request, slug: str) -> StreamingHttpResponse:
-        release = _release_or_404(slug)
-        split = _query_split(request)
-        encoder = JsonlLines()
-        lines = (encoder.line(payload) for payload in release_row_payloads(release=release, split=split))
+        release = release_or_404(slug)
+        split, inline = _query_rows(request)
+        encoder = JsonlLines(inline_tools=inline)
+        payloads = release_row_payloads(release=release, split=split, inline_tools=inline)
+        lines = (encoder.line(payload) for payload in payloads)
         response = StreamingHttpResponse(lines, content_type="application/x-ndjson")
         response["Content-Disposition"] = f'inline; filename="{release.slug}-{split}.jsonl"'
         return response
@@ -269,6 +200,7 @@ def _file_response(request: Request, job: ExportJob) -> HttpResponse:
     if etag and etag in [tag.strip() for tag in request.headers.get("If-None-Match", "").split(",")]:
         response = HttpResponse(status=status.HTTP_304_NOT_MODIFIED)
         response["ETag"] = etag
+        _name_tools_file(request, job, response)
         return response
     path = export_jobs.export_file_path(job)
     response = FileResponse(
@@ -279,11 +211,22 @@ def _file_response(request: Request, job: ExportJob) -> HttpResponse:
     )
     response["ETag"] = etag
     response["Cache-Control"] = "private, max-age=0, must-revalidate"
+    _name_tools_file(request, job, response)
     return response
 
 
+def _name_tools_file(request: Request, job: ExportJob, response: HttpResponse) -> None:
+    """A jsonl export's answer names its tools file (``Tools-Url``), the schemas its lines name by digest."""
+    tools_url = export_tools_url(request, job)
+    if tools_url:
+        response["Tools-Url"] = tools_url
+
+
 EXPORT_RESPONSES = {
-    (200, "application/octet-stream"): OpenApiResponse(OpenApiTypes.BINARY, description="The file, with an ETag."),
+    (200, "application/octet-stream"): OpenApiResponse(
+        OpenApiTypes.BINARY,
+        description="The file, with an ETag; a jsonl file's answer names its tools file in the Tools-Url header.",
+    ),
     202: OpenApiResponse(ExportJobOutputSerializer, description="Being written: poll the job's url."),
     304: OpenApiResponse(description="If-None-Match named the file's ETag."),
 }
@@ -296,14 +239,18 @@ class ReleaseExportApi(TokenApiView):
     @extend_schema(
         operation_id="releases_export",
         summary="Download a split in a format: the file (with ETag) when it is ready, else 202 and the job",
-        parameters=[SLUG, FORMAT, SplitQuerySerializer],
+        parameters=[SLUG, FORMAT, RowsQuerySerializer],
         responses={**EXPORT_RESPONSES, **BAD_INPUT, **AUTH_ERRORS, **NOT_FOUND},
     )
     def get(self, request: Request, slug: str, format: str) -> HttpResponse:
-        release = _release_or_404(slug)
+        release = release_or_404(slug)
         if format not in ExportFormat.values:
             raise exceptions.ValidationError({"format": [f"One of {', '.join(ExportFormat.values)}."]})
-        split = _query_split(request)
+        split, inline = _query_rows(request)
+        if "tools" in request.query_params and format != ExportFormat.JSONL:
+            raise exceptions.ValidationError({"tools": ["Only the jsonl export takes tools (digest or inline)."]})
+        if inline:
+            format = ExportFormat.JSONL_INLINE
         job = export_jobs.export_request(release=release, split=split, format=format, user=request.user)
         if export_jobs.export_file_ready(job):
             return _file_response(request, job)
@@ -311,10 +258,10 @@ class ReleaseExportApi(TokenApiView):
         return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
 
 
-def _job_or_404(request: Request, job_id: int) -> ExportJob:
+def job_or_404(request: Request, job_id: int) -> ExportJob:
     job = ExportJob.objects.select_related("release").filter(pk=job_id).first()
     # A job of a split the token may not read is reported as missing, not as forbidden.
-    if job is None or job.split not in _splits(request):
+    if job is None or job.split not in readable_splits(request):
         raise exceptions.NotFound("No export job with that id.", code="export_not_found")
     return job
 
@@ -332,7 +279,7 @@ class ExportJobDetailApi(TokenApiView):
         responses={200: ExportJobOutputSerializer, **AUTH_ERRORS, 404: error_response("No export job with that id.")},
     )
     def get(self, request: Request, job_id: int) -> Response:
-        return Response(ExportJobOutputSerializer(_job_or_404(request, job_id), context={"request": request}).data)
+        return Response(ExportJobOutputSerializer(job_or_404(request, job_id), context={"request": request}).data)
 
 
 class ExportJobDownloadApi(TokenApiView):
@@ -352,7 +299,7 @@ class ExportJobDownloadApi(TokenApiView):
         },
     )
     def get(self, request: Request, job_id: int) -> HttpResponse:
-        job = _job_or_404(request, job_id)
+        job = job_or_404(request, job_id)
         if not export_jobs.export_file_ready(job):
             raise Conflict(f"The export is {job.status}; poll the job until it is done.", code="export_not_ready")
         return _file_response(request, job)

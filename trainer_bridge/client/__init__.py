@@ -41,6 +41,7 @@ from trainer_bridge.client.errors import (
     ValidationError,
     api_error,
 )
+from trainer_bridge.client.options import reward_options_from_env
 from trainer_bridge.client.results import (
     BatchResult,
     EpisodeOpened,
@@ -52,6 +53,7 @@ from trainer_bridge.client.results import (
     ToolOutcome,
     Verdict,
 )
+from trainer_bridge.client.tool_sets import ToolSets, jsonl_tools_path, read_jsonl, tools_digest
 
 __all__ = [
     "ApiError",
@@ -72,37 +74,13 @@ __all__ = [
     "TransportError",
     "ValidationError",
     "Verdict",
+    "read_jsonl",
     "reward_options_from_env",
 ]
 
 API_PREFIX = "/api/v1"
 RETRY_STATUSES = frozenset({500, 502, 503, 504, 429})
-TOOL_SETS_HELD = 16  # tool schema sets a client keeps by digest (one per distinct set of tools among the rows)
 UNSENT_RETRY_STATUSES = frozenset({502, 503, 504, 429})
-
-
-def reward_options_from_env() -> dict:
-    """Reward options from ``CORECRAFT_RUBRIC_DROPOUT`` (a share, 0 = off) and ``CORECRAFT_DROPOUT_SEED``.
-
-    So a verl or TRL worker that builds its client from the environment passes the job's options through."""
-    raw = os.environ.get("CORECRAFT_RUBRIC_DROPOUT", "").strip()
-    if not raw:
-        return {}
-    try:
-        rate = float(raw)
-    except ValueError:
-        raise ValueError(f"CORECRAFT_RUBRIC_DROPOUT must be a number in [0, 0.95], not {raw!r}") from None
-    if not 0.0 <= rate <= 0.95:
-        raise ValueError(f"CORECRAFT_RUBRIC_DROPOUT must be in [0, 0.95], not {rate}")
-    if rate == 0:
-        return {}
-    options: dict[str, Any] = {"rubric_dropout": rate}
-    seed = os.environ.get("CORECRAFT_DROPOUT_SEED", "").strip()
-    if seed:
-        if not seed.isdigit():
-            raise ValueError(f"CORECRAFT_DROPOUT_SEED must be a non-negative integer, not {seed!r}")
-        options["seed"] = int(seed)
-    return options
 
 
 class CorecraftClient:
@@ -133,9 +111,9 @@ class CorecraftClient:
         # Sent with every finish and batch unless a call gives its own: {"rubric_dropout": 0.3, "seed": 7}.
         self.reward_options = reward_options if reward_options is not None else reward_options_from_env()
         # Tool schemas by their tools_sha256: an open names the newest it holds, and the server leaves them out of
-        # its answer when they are the row's (40 KB per open otherwise). A release's rows mostly share one set.
-        self._tools: dict[str, list[dict]] = {}
-        self._tools_newest = ""
+        # its answer when they are the row's (40 KB per open otherwise); rows name theirs by it and are given them
+        # back from here (fetched once per digest). A release's rows mostly share one set.
+        self._tools = ToolSets()
 
     @classmethod
     def from_env(cls, **kwargs: Any) -> CorecraftClient:
@@ -220,22 +198,42 @@ class CorecraftClient:
         return [ReleaseSummary.from_api(item) for item in self._paged("releases/")]
 
     def manifest(self, release: str) -> Manifest:
-        return Manifest.from_api(self._json("GET", f"releases/{_segment(release)}/"))
+        data = self._json("GET", f"releases/{_segment(release)}/")
+        for digest, tools in (data.get("tool_sets") or {}).items():
+            if digest not in self._tools:
+                self._tools.put(digest, tools)
+        return Manifest.from_api(data)
+
+    def tool_set(self, release: str, tools_sha256: str) -> list[dict]:
+        """The tool schemas a row's ``tools_sha256`` names: held by digest, fetched (and checked) once."""
+        tools = self._tools.get(tools_sha256)
+        if tools is None:
+            data = self._json("GET", f"releases/{_segment(release)}/tools/{_segment(tools_sha256)}")
+            if tools_digest(data["tools"]) != tools_sha256:
+                raise TransportError(f"the tools served for {tools_sha256} do not hash to it")
+            tools = self._tools.put(tools_sha256, data["tools"])
+        return tools
+
+    def _with_tools(self, item: dict, release: str) -> dict:
+        if "tools" in item or not item.get("tools_sha256"):
+            return item
+        return {**item, "tools": self.tool_set(item.get("release") or release, item["tools_sha256"])}
 
     def rows(self, release: str, *, split: str = "train", page_size: int | None = None) -> Iterator[ReleaseRowData]:
-        """The split's rows, page by page (paginated JSON); lazy, so a long split is never held in memory."""
+        """The split's rows, page by page (paginated JSON); lazy, so a long split is never held in memory. Each
+        row's ``tools`` are resolved from its ``tools_sha256`` (fetched once per digest)."""
         for item in self._paged(f"releases/{_segment(release)}/rows/", {"split": split, "limit": page_size}):
-            yield ReleaseRowData.from_api(item, release=release)
+            yield ReleaseRowData.from_api(self._with_tools(item, release), release=release)
 
     def stream_rows(self, release: str, *, split: str = "train") -> Iterator[dict]:
-        """The split's rows from the streamed JSONL endpoint, one dict per line, as they arrive."""
+        """The split's rows from the streamed JSONL endpoint, one dict per line as they arrive, with ``tools``."""
         url = self._url(f"releases/{_segment(release)}/rows.jsonl", {"split": split})
         response = self._open("GET", url, headers={"Accept": "application/x-ndjson, application/jsonl, */*"})
         with response:
             for line in response:
                 line = line.strip()
                 if line:
-                    yield json.loads(line)
+                    yield self._with_tools(json.loads(line), release)
 
     def _paged(self, path: str, query: dict | None = None) -> Iterator[dict]:
         """Items of a paginated list: follows ``next`` links (absolute or relative), or ``page`` numbers."""
@@ -270,10 +268,13 @@ class CorecraftClient:
         poll_interval: float = 2.0,
         wait_timeout: float = 600.0,
     ) -> ExportFile:
-        """Download an export (``jsonl`` | ``verl-parquet`` | ``hf``) to ``dest``, waiting for the background job.
+        """Download an export (``jsonl`` | ``jsonl-inline`` | ``verl-parquet`` | ``hf``) to ``dest``, waiting for the
+        background job.
 
         A 202 means the file is being made: poll until it is ready. A copy already on disk with a ``.etag``
-        sidecar is revalidated with ``If-None-Match`` and kept on 304.
+        sidecar is revalidated with ``If-None-Match`` and kept on 304. A ``jsonl`` file's lines name their tool
+        schemas by digest: its tools file is saved beside it (``jsonl_tools_path(dest)``), and ``read_jsonl(dest)``
+        gives the rows back with their ``tools``.
         """
         dest = Path(dest)
         etag_file = dest.with_name(dest.name + ".etag")
@@ -287,7 +288,8 @@ class CorecraftClient:
             status = getattr(response, "status", None) or response.getcode()
             if status == 304:
                 response.close()
-                return ExportFile(dest, headers["If-None-Match"], downloaded=False)
+                tools_path = self._save_tools_file(response.headers.get("Tools-Url"), dest, keep=True)
+                return ExportFile(dest, headers["If-None-Match"], downloaded=False, tools_path=tools_path)
             if status == 202:
                 with response:
                     body = json.loads(response.read().decode("utf-8") or "{}")
@@ -301,28 +303,40 @@ class CorecraftClient:
             with response, partial.open("wb") as out:
                 while chunk := response.read(1 << 20):
                     out.write(chunk)
+            tools_path = self._save_tools_file(response.headers.get("Tools-Url"), dest, keep=False)
             partial.replace(dest)
             if etag:
                 etag_file.write_text(etag)
-            return ExportFile(dest, etag, downloaded=True)
+            return ExportFile(dest, etag, downloaded=True, tools_path=tools_path)
+
+    def _save_tools_file(self, url: str | None, dest: Path, *, keep: bool) -> Path | None:
+        """A jsonl export's tools file (named by its ``Tools-Url``), saved beside ``dest``; kept if ``keep``."""
+        if not url:
+            return None
+        path = jsonl_tools_path(dest)
+        if keep and path.exists():
+            return path
+        with self._open("GET", self._url(url), headers={"Accept": "application/json"}) as response:
+            raw = response.read()
+        partial = path.with_name(path.name + ".part")
+        partial.write_bytes(raw)
+        partial.replace(path)
+        return path
 
     # -- episodes and rewards -----------------------------------------------------------------------------------
 
     def create_episode(self, *, release: str, row_id: int) -> EpisodeOpened:
         """Open an episode (a private world) for a release row; one per rollout."""
         body: dict[str, Any] = {"release": release, "row_id": int(row_id)}
-        if self._tools_newest:
-            body["tools_sha256"] = self._tools_newest
+        if self._tools.newest:
+            body["tools_sha256"] = self._tools.newest
         data = self._json("POST", "rollouts/episodes/", body=body)
         digest = data.get("tools_sha256") or ""
         if "tools" in data:
             if digest:
-                if len(self._tools) >= TOOL_SETS_HELD and digest not in self._tools:
-                    self._tools.pop(next(iter(self._tools)))
-                self._tools[digest] = list(data["tools"])
-                self._tools_newest = digest
+                self._tools.put(digest, data["tools"])
         elif digest in self._tools:
-            data = {**data, "tools": self._tools[digest]}
+            data = {**data, "tools": self._tools.get(digest)}
         else:  # the server left out schemas this client does not hold: never, unless the answer was not for us
             raise TransportError(f"the open answered without tool schemas, and none are held for {digest!r}")
         return EpisodeOpened.from_api(data)

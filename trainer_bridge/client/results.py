@@ -72,6 +72,7 @@ class ReleaseRowData:
     metadata: dict
     raw: dict = field(repr=False)
     calibrated_difficulty: str = "not_calibrated"
+    tools_sha256: str = ""  # the digest the API names ``tools`` by (the client resolves it)
 
     @classmethod
     def from_api(cls, data: dict, *, release: str = "") -> ReleaseRowData:
@@ -87,6 +88,7 @@ class ReleaseRowData:
             instruction=data.get("instruction", ""),
             snapshot_version=data.get("snapshot_version"),
             tools=list(data.get("tools") or []),
+            tools_sha256=data.get("tools_sha256") or "",
             rubric=list(data.get("rubric") or []),
             metadata=dict(data.get("metadata") or {}),
             raw=data,
@@ -240,3 +242,4 @@ class ExportFile:
     path: Path
     etag: str
     downloaded: bool  # False when the copy on disk was already current (304)
+    tools_path: Path | None = None  # a jsonl export's tools file, saved beside it ({tools_sha256: [schemas]})
