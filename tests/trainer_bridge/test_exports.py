@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 
+import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 import pytest
 
@@ -66,6 +67,10 @@ def test_jsonl_names_the_tools_by_digest_and_jsonl_inline_carries_them(frozen_re
     assert [row["tools"] for row in standalone] == [frozen_release.tools] * 15
     assert [{k: v for k, v in row.items() if k != "tools"} for row in standalone] == rows
     assert len(out.getvalue()) * 10 < len(inline.getvalue())
+    # Both read as one table by arrow's JSON reader (what datasets.load_dataset("json") reads lines with).
+    for written in (out, inline):
+        table = pa_json.read_json(io.BytesIO(written.getvalue()))
+        assert table.num_rows == 15 and "tools_sha256" in table.column_names
 
 
 def test_parquet_is_written_in_row_groups_of_a_chunk(frozen_release, monkeypatch):
