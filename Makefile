@@ -11,7 +11,7 @@ SCALE ?= 1
 export DJANGO_SETTINGS_MODULE := corecraft_site.settings
 
 .PHONY: install services browser test lint format demo demo-stop bench grpo-smoke verl-smoke mcp-clients verifiers-smoke \
-	model-server model-server-stop real-model-smoke
+	model-server model-server-stop real-model-smoke tau2-peer
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -72,6 +72,12 @@ demo-stop:
 bench: install services
 	$(PY) bench/episodes.py
 	$(PY) bench/tools.py
+
+# tau2-bench beside our benches (issue 18): .tau2-venv with tau2-bench installed from a checkout you fetched
+# (`git clone https://github.com/sierra-research/tau2-bench`); the benches then print its figures beside ours.
+tau2-peer:
+	@test -n "$(TAU2_REPO)" || (echo "usage: make tau2-peer TAU2_REPO=/path/to/tau2-bench"; exit 2)
+	bash scripts/tau2_peer.sh "$(TAU2_REPO)"
 
 # TRL's GRPOTrainer for 4 steps (groups of 4) on the CPU against a running server (starts one if CORECRAFT_API_URL is
 # not up): checks the plumbing (rows, episodes, tools, rewards through the API) and that groups get different

@@ -10,12 +10,14 @@ the live world, then measures
 - 1,000 open episodes, each having taken one write: the process's RSS (and USS/PSS) and memory per episode;
 - a cold rebuild of an episode with 20 logged steps, the latency of a step, and of a close.
 
-It prints a table, then last a one-line JSON object with every figure.
+Then tau2-bench's retail environment in the same run (bench/peers/tau2_retail.py under tau2's Python, ``--tau2-python``;
+skipped with a note when not installed): its reset and its reward. It prints a table, then a one-line JSON object.
 Targets: reset p50 <= 5 ms and >= 20x faster than (a); 1,000 open episodes within 2 GB.
 """
 
 from __future__ import annotations
 
+import argparse
 import copy
 import gc
 import json
@@ -28,6 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.measuring import pct
+from bench.tau2_peer import HELP, episodes_report, tau2_python, tau2_run
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "corecraft_site.settings")
 
@@ -200,6 +203,9 @@ def bench_rebuild_and_steps(snapshot, order_ids: list[str], ticket_ids: list[str
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tau2-python", help=HELP)
+    args = parser.parse_args()
     settings.DEBUG = False  # no query log: measure the engine, not Django's debug cursor
     rows = ensure_world()
     snapshot = snapshot_publish(note="bench/episodes.py", if_changed=True)
@@ -216,6 +222,9 @@ def main() -> None:
         rebuild = bench_rebuild_and_steps(snapshot, order_ids, ticket_ids)
     finally:
         Episode.objects.filter(label=LABEL).delete()
+    python = tau2_python(args.tau2_python)
+    peer_reset = tau2_run(python, "reset")
+    peer_reward = tau2_run(python, "reward") if peer_reset else None
 
     reset_p50, reset_p95 = pct(reset["engine"], 0.5), pct(reset["engine"], 0.95)
     clone_p50, deep_p50 = pct(clone, 0.5), pct(deep, 0.5)
@@ -280,6 +289,11 @@ def main() -> None:
         f"table digests only when it was published without them), then {figures['close_warm_ms']} ms; "
         f"in-place image loading: {in_place_loading()}"
     )
+    if peer_reset or peer_reward:
+        episodes_report(figures, peer_reset, peer_reward)
+        figures["tau2"] = {"reset": peer_reset, "reward": peer_reward}
+        if peer_reset:
+            figures["speedup_vs_tau2_reset"] = round(peer_reset["get_environment_p50_ms"] / reset_p50, 1)
     print("targets met:", ", ".join(f"{k}={v}" for k, v in figures["targets_met"].items()))
     print(json.dumps(figures, sort_keys=True))
 

@@ -15,6 +15,9 @@ Then:
 - then judges the finished rollouts again with ``criteria_evaluate`` (each from its closed episode's log):
   programmatic verdicts per second.
 
+Then tau2-bench's own runner in the same run (bench/peers/tau2_retail.py under tau2's Python, ``--tau2-python``;
+skipped with a note when not installed): N simulations at once (``max_concurrency`` N) with its agent and user
+simulator on the same scripted server and the same latencies, and its reward (``evaluate_simulation``) CPU.
 It prints a table, then last a one-line JSON object with every figure.
 """
 
@@ -38,6 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.measuring import pct  # noqa: E402
+from bench.tau2_peer import HELP, rollout_scripts, rollouts_report, tau2_python, tau2_run  # noqa: E402
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "corecraft_site.settings")
 # Rollouts hand their connection back to the pool while the model thinks; a few spare for the judge's reads.
@@ -79,6 +83,7 @@ def main() -> None:
                         help="Every completion takes --latency (lock-step: all rollouts answer at once), or a "
                         "lognormal draw with that mean (seeded).")  # fmt: skip
     parser.add_argument("--sigma", type=float, default=0.5, help="The lognormal's sigma (log-space spread).")
+    parser.add_argument("--tau2-python", help=HELP)
     args = parser.parse_args()
 
     world_ready()
@@ -93,15 +98,25 @@ def main() -> None:
     args.ideal_s = max(sum(d) for d in delays)
     scripts = {f"bench-{i}": script(order, turns=args.turns, latency=delays[i]) for i in range(args.concurrency)}
     scripts["bench-phases"] = script(order, turns=args.turns, latency=0.0) * (PHASE_ROLLOUTS + 1)
+    python = tau2_python(args.tau2_python)
     with tempfile.TemporaryDirectory() as tmp:
-        server, base_url = server_start(scripts, Path(tmp) / "script.json")
+        peer_scripts = rollout_scripts(python, delays, Path(tmp))  # tau2's simulations: their own model names
+        server, base_url = server_start({**scripts, **(peer_scripts or {})}, Path(tmp) / "script.json")
         try:
             figures = run(version, base_url=base_url, args=args)
             figures.update(phases(version, base_url=base_url))
+            delays_file = str(Path(tmp) / "tau2_delays.json")
+            peer = (
+                tau2_run(python, "rollouts", "--delays", delays_file, "--base-url", base_url) if peer_scripts else None
+            )
         finally:
             server.terminate()
             server.wait(timeout=10)
+    reward = tau2_run(python, "reward", "--repeat", "1") if peer else None
     report(figures, args)
+    if peer or reward:
+        rollouts_report(figures, peer, reward)
+    print(json.dumps({"bench": LABEL, **figures, "tau2": {"rollouts": peer, "reward": reward}}, sort_keys=True))
 
 
 def worker(rollout_ids: list[int], barrier) -> tuple[list[tuple[int, float]], float]:
@@ -280,7 +295,6 @@ def report(figures: dict, args) -> None:
     ]  # fmt: skip
     for name, value in rows:
         print(f"  {name:<36}{value}")
-    print(json.dumps({"bench": LABEL, **figures}, sort_keys=True))
 
 
 if __name__ == "__main__":

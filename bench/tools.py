@@ -11,7 +11,8 @@ snapshot when none matches the live world, then:
 - over HTTP: the same calls through ``POST /api/v1/episodes/<id>/tools/<name>/`` on a gunicorn server started on
   127.0.0.1 (one process, keep-alive connection, token auth, DEBUG off).
 
-It prints a table, then last a one-line JSON object with every figure.
+Then tau2-bench's retail tools in the same run (bench/peers/tau2_retail.py under tau2's Python; skipped with a
+note when it is not installed), beside ours with the ratio. It prints a table, then last a one-line JSON object.
 Targets (in process, scale 1): read p50 <= 3 ms (search, read and compute tools) and write p50 <= 5 ms.
 """
 
@@ -30,6 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.measuring import free_port, gunicorn_start, pct  # noqa: E402
+from bench.tau2_peer import HELP, tau2_python, tau2_run, tools_report  # noqa: E402
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "corecraft_site.settings")
 
@@ -52,6 +54,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--calls", type=int, default=60, help="Timed in-process calls per tool.")
     parser.add_argument("--http-calls", type=int, default=30, help="Timed HTTP calls per tool.")
     parser.add_argument("--no-http", action="store_true", help="Skip the HTTP half.")
+    parser.add_argument("--tau2-python", help=HELP)
     return parser.parse_args()
 
 
@@ -276,6 +279,7 @@ def main() -> None:
         local = bench_in_process(snapshot, ARGS.calls)
         overhead = bench_step_overhead(snapshot)
         remote = {} if ARGS.no_http else bench_http(snapshot, ARGS.http_calls)
+        peer = tau2_run(tau2_python(ARGS.tau2_python), "tools", "--calls", str(ARGS.calls))
     finally:
         ids = list(Episode.objects.filter(label=LABEL).values_list("id", flat=True))
         Episode.objects.filter(pk__in=ids).delete()
@@ -391,6 +395,9 @@ def main() -> None:
     for name, f in local.items():
         if f["first_error"]:
             print(f"  {name}: {f['errors']}, e.g. {f['first_error'][:160]}")
+    if peer:
+        tools_report(figures, peer)
+        figures["tau2"] = peer
     print("targets met (scale 1 targets):", ", ".join(f"{k}={v}" for k, v in figures["targets_met"].items()))
     print(json.dumps(figures, sort_keys=True))
 
