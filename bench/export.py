@@ -1,4 +1,4 @@
-"""Benchmark: freeze and export a release of 10,000 synthetic tasks to JSONL and verl parquet; time and peak memory.
+"""Benchmark: freeze and export a release of 10,000 synthetic tasks to JSONL and verl parquet; time, memory, bytes.
 
 Run by hand: ``.venv/bin/python bench/export.py [--tasks 10000] [--database-url postgres://.../corecraft_bench_export]``.
 Uses its own database (default ``corecraft_bench_export`` on the DATABASE_URL server; created and migrated when
@@ -6,13 +6,17 @@ missing). It bulk-creates the synthetic approved tasks once (instructions from a
 each, one family of five per 50 tasks), then for releases of 2,500 and 10,000 rows:
 
 - freezes the release (selection, near-duplicate groups, the stratified split, rows with checksums, manifest);
-- exports both splits to JSONL and to verl parquet with the streaming writers, and, for comparison, with a
-  non-streaming alternative that loads every row first (a list of rows, one ``json.dumps`` per file / one
-  ``pa.Table`` for the whole file).
+- exports both splits to JSONL (``jsonl``: rows name their tool schemas by ``tools_sha256``, the tools file holds
+  them once; ``jsonl-inline``: the schemas on every line, as every JSONL export was before issue 18) and to verl
+  parquet with the streaming writers, and, for comparison, with a non-streaming alternative that loads every row
+  first (a list of rows, one ``json.dumps`` per file / one ``pa.Table`` for the whole file);
+- counts the bytes of each file (a ``jsonl`` export's with its tools file), per row and in all.
 
 Memory is the peak RSS above the process's RSS before the export, measured in a fresh child process per
-(release size, format, mode), so arrow's C++ allocations count too. Streaming keeps it flat as the release grows;
-the non-streaming alternative grows with it. Target: freeze + JSONL + parquet of 10,000 tasks <= 10 s.
+(release size, format, mode), so arrow's C++ allocations count too. Each child is given the database by name
+(``--database-url``) and reports the one it measured; the run stops if it is not the one given. Streaming keeps
+memory flat as the release grows; the non-streaming alternative grows with it. Target: freeze + JSONL (``jsonl``)
++ parquet of 10,000 tasks <= 10 s.
 Prints a table, then last a one-line JSON object with every figure.
 """
 
@@ -37,7 +41,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "corecraft_site.settings")
 LABEL = "bench/export.py"
 BENCH_USER = "bench-export"
 SIZES = (2500, 10000)
-FORMATS = ("jsonl", "verl-parquet")
+FORMATS = ("jsonl", "jsonl-inline", "verl-parquet")
 TARGET_S = 10.0
 
 
@@ -221,10 +225,11 @@ def measure_child(spec: str) -> None:
     """In a fresh process: export one split in one format, streaming or not; print time and peak RSS growth."""
     import pyarrow as pa
     import pyarrow.parquet as pq
+    from django.db import connection
 
-    from trainer_bridge.exports import JsonlLines, export_write, verl_record, verl_schema
+    from trainer_bridge.exports import JsonlLines, export_write, verl_record, verl_schema, write_tool_sets
     from trainer_bridge.models import Release
-    from trainer_bridge.selectors import release_row_payloads
+    from trainer_bridge.selectors import release_row_payloads, release_tool_sets
 
     slug, split, fmt, mode = spec.split(",")
     release = Release.objects.get(slug=slug)
@@ -239,20 +244,26 @@ def measure_child(spec: str) -> None:
             if mode == "streaming":
                 rows = export_write(release=release, split=split, format=fmt, out=out)
             else:
-                payloads = list(release_row_payloads(release=release, split=split, inline_tools=fmt != "jsonl"))
+                inline = fmt != "jsonl"
+                payloads = list(release_row_payloads(release=release, split=split, inline_tools=inline))
                 rows = len(payloads)
-                if fmt == "jsonl":
-                    encoder = JsonlLines()
+                if fmt.startswith("jsonl"):
+                    encoder = JsonlLines(inline_tools=inline)
                     out.write("".join(encoder.line(p) for p in payloads).encode())
                 else:
                     records = [verl_record(p, i) for i, p in enumerate(payloads)]
                     pq.write_table(
                         pa.Table.from_pylist(records, schema=verl_schema(tool_names)), out, compression="zstd"
                     )
+            if fmt == "jsonl":  # the export job writes the tools file beside the lines
+                with (Path(tmp) / "tools.json").open("wb") as tools_out:
+                    write_tool_sets(release_tool_sets(release=release, splits={split}), tools_out)
         seconds, cpu = time.perf_counter() - started, time.process_time() - cpu_started
         size = path.stat().st_size
+        tools_size = (Path(tmp) / "tools.json").stat().st_size if fmt == "jsonl" else 0
     growth = peak_rss_bytes() - base
-    print(json.dumps({"rows": rows, "seconds": seconds, "cpu": cpu, "peak_rss_growth": growth, "bytes": size}))
+    figures = {"rows": rows, "seconds": seconds, "cpu": cpu, "peak_rss_growth": growth, "bytes": size + tools_size}
+    print(json.dumps({**figures, "tools_file_bytes": tools_size, "database": connection.settings_dict["NAME"]}))
 
 
 def run_child(spec: str) -> dict:
@@ -262,7 +273,11 @@ def run_child(spec: str) -> dict:
     out = subprocess.run(command, env=os.environ, capture_output=True, text=True, check=False)
     if out.returncode:
         sys.exit(f"measuring {spec} failed:\n{out.stderr[-3000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    wanted = urlparse(_bench_database_url()).path.lstrip("/")
+    if result["database"] != wanted:
+        sys.exit(f"measuring {spec}: the child measured database {result['database']!r}, not {wanted!r}")
+    return result
 
 
 def freeze(size: int, total: int):
@@ -300,17 +315,21 @@ def main() -> None:
         }
         for fmt in FORMATS:
             for mode in ("streaming", "whole"):
-                seconds, cpu, peak, size_bytes = 0.0, 0.0, 0, 0
+                seconds, cpu, peak, size_bytes, tools_bytes = 0.0, 0.0, 0, 0, 0
                 for split in ("train", "holdout"):
                     result = run_child(f"{release.slug},{split},{fmt},{mode}")
                     seconds += result["seconds"]
                     cpu += result["cpu"]
                     peak = max(peak, result["peak_rss_growth"])
                     size_bytes += result["bytes"]
+                    tools_bytes += result["tools_file_bytes"]
                 entry[f"{fmt}_{mode}_s"] = round(seconds, 3)
                 entry[f"{fmt}_{mode}_cpu_s"] = round(cpu, 3)
                 entry[f"{fmt}_{mode}_peak_mib"] = round(peak / 2**20, 1)
                 entry[f"{fmt}_bytes"] = size_bytes
+                entry[f"{fmt}_bytes_per_row"] = round(size_bytes / size, 1)
+                if fmt == "jsonl":
+                    entry["jsonl_tools_file_bytes"] = tools_bytes
         entry["total_streaming_s"] = round(
             entry["freeze_s"] + entry["jsonl_streaming_s"] + entry["verl-parquet_streaming_s"], 3
         )
@@ -352,6 +371,29 @@ def main() -> None:
         f"peak memory growth from the small to the large release: streaming {growth['streaming']} MiB, "
         f"non-streaming {growth['whole']} MiB"
     )
+    rows = largest["train"] + largest["holdout"]
+    before, after, parquet = (largest[f"{fmt}_bytes"] for fmt in ("jsonl-inline", "jsonl", "verl-parquet"))
+    sizes_of = {
+        "rows": rows,
+        "jsonl_inline_bytes": before,
+        "jsonl_bytes": after,
+        "jsonl_tools_file_bytes": largest["jsonl_tools_file_bytes"],
+        "verl_parquet_bytes": parquet,
+        "jsonl_after_over_before": round(after / before, 4),
+        "jsonl_after_over_parquet": round(after / parquet, 2),
+        "jsonl_before_over_parquet": round(before / parquet, 1),
+    }
+    print(
+        f"bytes of {rows:,} rows (train + holdout): JSONL with the tools on every line (before, jsonl-inline) "
+        f"{before / 1e6:,.1f} MB = {before / rows:,.0f} B/row; JSONL naming them by tools_sha256 (after, jsonl) "
+        f"{after / 1e6:,.2f} MB = {after / rows:,.0f} B/row (of which the two tools files "
+        f"{largest['jsonl_tools_file_bytes'] / 1e3:,.1f} KB); verl parquet {parquet / 1e6:,.2f} MB = "
+        f"{parquet / rows:,.0f} B/row"
+    )
+    print(
+        f"after/before {sizes_of['jsonl_after_over_before']:.4f}; JSONL/parquet before "
+        f"{sizes_of['jsonl_before_over_parquet']:g}x, after {sizes_of['jsonl_after_over_parquet']:g}x"
+    )
     print(
         json.dumps(
             {
@@ -359,6 +401,7 @@ def main() -> None:
                 "tasks": ARGS.tasks,
                 "sizes": figures,
                 "memory_growth_mib": growth,
+                "bytes_largest": sizes_of,
                 "target_s": TARGET_S,
                 "target_met": ok,
                 "load_average": round(load, 2),
