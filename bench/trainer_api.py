@@ -18,7 +18,9 @@ the whole loop; the figures are the medians over runs.
 Beside it, measured in the same run: the floor (``GET /healthz`` on the same server and connection: HTTP, WSGI,
 Django's middleware, one ``SELECT 1`` and one Redis SET: about what a call that sends one statement costs), and
 the same tool calls in process (``trainer_episode_tool_call``, no HTTP).
-tau2-bench has no HTTP API to compare with (its tools are Python calls: see ``bench/tools.py``).
+tau2-bench has no trainer API over HTTP to compare with (no episodes to open or rewards to fetch; its environment
+server, tau2/environment/server.py, puts one shared environment's tools behind FastAPI): its in-process tool call
+(``Environment.get_response``, measured in the same run under tau2's Python, ``--tau2-python``) is printed as the floor.
 
 It prints a table, then last a one-line JSON object with every figure.
 Bars: tool call p50 <= 4 ms, open <= 6 ms, finish <= 15 ms, <= 1 Postgres statement per tool call.
@@ -46,6 +48,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "corecraft_site.settings")
 import trainer_load  # noqa: E402  (sets Django up)
 from django.contrib.auth import get_user_model  # noqa: E402
 
+from bench.tau2_peer import HELP, tau2_python, tau2_run  # noqa: E402
 from trainer_bridge.authentication import secret_digest  # noqa: E402
 from trainer_bridge.models import ApiTokenUse  # noqa: E402
 from trainer_bridge.services import api_token_create  # noqa: E402
@@ -199,6 +202,7 @@ def main() -> None:
     parser.add_argument("--tools", type=int, default=8, help="tool calls per episode")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8066")))
+    parser.add_argument("--tau2-python", help=HELP)
     args = parser.parse_args()
 
     release, secret, orders, customers = trainer_load.prepare()
@@ -276,7 +280,13 @@ def main() -> None:
         f"{[run['background_statements'] for run in runs]}; errors {[run['errors'] for run in runs]}"
     )
     print(f"token uses logged after the server stopped: {uses_logged} of {client.token_requests} API requests")
-    print("tau2-bench: no HTTP API to compare (its tools are in-process calls; see bench/tools.py)")
+    peer = tau2_run(tau2_python(args.tau2_python), "tools", "--calls", "20")
+    if peer:
+        print(
+            f"tau2-bench: no trainer API over HTTP to compare; its tool call in process (get_response, tau2 "
+            f"{peer['tau2_version']}, this run; a floor, not a peer of HTTP): read p50 {peer['read_p50_ms']:.3f} ms, "
+            f"write p50 {peer['write_p50_ms']:.3f} ms"
+        )
     figures = {
         "runs": args.runs,
         "episodes": args.episodes,
@@ -289,6 +299,8 @@ def main() -> None:
         "tool_p50_by_tool_ms": {k: round(v, 2) for k, v in tools_p50.items()},
         "open_answer_bytes": open_bytes,
         "in_process_tool_p50_ms": round(in_process, 2),
+        "tau2_in_process_read_p50_ms": peer["read_p50_ms"] if peer else None,
+        "tau2_in_process_write_p50_ms": peer["write_p50_ms"] if peer else None,
         "errors": sum(run["errors"] for run in runs),
         "token_requests": client.token_requests,
         "token_uses_logged": uses_logged,

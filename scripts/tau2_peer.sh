@@ -22,7 +22,7 @@ find_python() {
 }
 
 if [ "${1:-}" = "--find-python" ]; then
-    find_python || { echo "no Python >= 3.12 found (PATH, pyenv)" >&2; exit 1; }
+    find_python || { echo "no Python 3.12 or 3.13 found (PATH, pyenv)" >&2; exit 1; }
     exit 0
 fi
 
@@ -33,7 +33,7 @@ if [ -z "$repo" ] || [ ! -f "$repo/pyproject.toml" ] || [ ! -d "$repo/src/tau2" 
     exit 2
 fi
 repo=$(cd "$repo" && pwd)
-python=$(find_python) || { echo "tau2-bench needs Python >= 3.12: none found on PATH or in pyenv" >&2; exit 1; }
+python=$(find_python) || { echo "tau2-bench needs Python 3.12 or 3.13: none found on PATH or in pyenv" >&2; exit 1; }
 
 echo "tau2-bench from $repo into $venv with $python ($("$python" --version 2>&1))"
 "$python" -m venv "$venv"

@@ -167,7 +167,7 @@ def rollouts_run(delays: list[list[float]], base_url: str) -> dict:
         "passed": sum(1 for s in finished if s.reward_info and s.reward_info.reward == 1.0),
         "wall_s": round(wall, 3),
         "ideal_s": round(ideal, 3),
-        "overhead_pct": round(100 * (wall / ideal - 1), 2),
+        "overhead_pct": round(100 * (wall / ideal - 1), 2) if ideal else None,
         "cpu_ms_per_rollout": round(1000 * cpu / concurrency, 1),
         "threads": concurrency,
         "termination": sorted({s.termination_reason.value for s in simulations}),
