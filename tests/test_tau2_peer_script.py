@@ -1,4 +1,4 @@
-"""scripts/tau2_peer.sh finds the Python tau2-bench needs (3.12 or 3.13): PATH first, then pyenv's versions."""
+"""scripts/tau2_peer.sh finds the Python tau2-bench needs (3.12 or 3.13, 3.12 first): PATH, then pyenv's versions."""
 
 from __future__ import annotations
 
@@ -28,25 +28,26 @@ def _find(tmp_path: Path, path_dir: Path, pyenv_root: Path) -> subprocess.Comple
 
 def test_prefers_a_suitable_python_on_path(tmp_path):
     path_dir = tmp_path / "bin"
-    _interpreter(path_dir, "python3.13", (3, 14))  # a name that lies: the version check decides
-    expected = _interpreter(path_dir, "python3.12", (3, 12))
+    _interpreter(path_dir, "python3.12", (3, 14))  # a name that lies: the version check decides
+    expected = _interpreter(path_dir, "python3.13", (3, 13))
     found = _find(tmp_path, path_dir, tmp_path / "no-pyenv")
     assert found.returncode == 0, found.stderr
     assert found.stdout.strip() == str(expected)
 
 
-def test_falls_back_to_pyenv_newest_first(tmp_path):
+def test_falls_back_to_pyenv_3_12_first(tmp_path):
     path_dir = tmp_path / "bin"
     _interpreter(path_dir, "python3.13", (3, 11))
     _interpreter(path_dir, "python3.12", (3, 11))
     _interpreter(path_dir, "python3", (3, 11))
     pyenv = tmp_path / "pyenv"
     _interpreter(pyenv / "versions" / "3.11.7" / "bin", "python", (3, 11))
-    _interpreter(pyenv / "versions" / "3.12.1" / "bin", "python", (3, 12))
-    newest = _interpreter(pyenv / "versions" / "3.13.0" / "bin", "python", (3, 13))
+    _interpreter(pyenv / "versions" / "3.12.1" / "bin", "python", (3, 11))  # a broken build: the check decides
+    expected = _interpreter(pyenv / "versions" / "3.12.10" / "bin", "python", (3, 12))
+    _interpreter(pyenv / "versions" / "3.13.0" / "bin", "python", (3, 13))
     found = _find(tmp_path, path_dir, pyenv)
     assert found.returncode == 0, found.stderr
-    assert found.stdout.strip() == str(newest)
+    assert found.stdout.strip() == str(expected)
 
 
 def test_says_so_when_none_fits(tmp_path):
