@@ -1,6 +1,6 @@
-"""The trigram search indexes in snapshot images (world_app/episodes/search_index.py): searches narrowed by them
-answer exactly what the scan answers, before and after an episode's writes and a rebuild from the log, and
-snapshots without them still load and scan."""
+"""The search indexes in snapshot images (world_app/episodes/search_index.py): searches answered or narrowed by
+them answer exactly what the scan answers, before and after an episode's writes (an order's customer renamed
+included) and a rebuild from the log, and snapshots without them still load and scan."""
 
 import json
 import random
@@ -13,7 +13,7 @@ from world_app.episodes import episode_close, episode_create, episode_step, epis
 from world_app.episodes import search_index as search_index_module
 from world_app.episodes.cache import episode_cache
 from world_app.episodes.images import snapshot_images_clear
-from world_app.episodes.search_index import trigram_query, world_searchable
+from world_app.episodes.search_index import TEXT_INDEXES, phrase_query, word_mode, world_searchable
 from world_app.episodes.world_db import current_schema_fingerprint
 from world_app.models import Build, Customer, Order, Payment, Shipment, SupportTicket
 from world_app.routers import EPISODE_ALIAS
@@ -87,10 +87,16 @@ def _assert_same_answers(conn, queries):
     return found
 
 
-def test_trigram_query_quotes_each_distinct_trigram():
-    assert trigram_query("abcd") == '"abc" AND "bcd"'
-    assert trigram_query('a"bc"') == '"a""b" AND """bc" AND "bc"""'
-    assert trigram_query("aaaa") == '"aaa"'
+def test_a_word_is_one_quoted_phrase_in_the_columns_asked():
+    assert phrase_query("abcd") == '"abcd"'
+    assert phrase_query('a"bc"') == '"a""bc"""'
+    assert phrase_query("smith", "first_name last_name") == '{first_name last_name} : "smith"'
+
+
+def test_how_a_word_is_found():
+    assert [word_mode(w) for w in ("ab", "abc", "ORD-00", "50%", "é", "josé", "straße")] == [
+        *("scan", "index", "index", "index", "scan", "narrow", "narrow")
+    ]
 
 
 def test_indexed_searches_answer_as_the_scan(seeded_world):
@@ -102,16 +108,18 @@ def test_indexed_searches_answer_as_the_scan(seeded_world):
         queries = _queries(random.Random(18))
         assert _assert_same_answers(conn, queries) > 50  # most queries find rows: the comparison means something
         # The index is what answers: a word in no row is answered without touching the table's rows.
+        index = TEXT_INDEXES["world_app_customer"].name
         plan = " ".join(
             row[-1]
             for row in conn.execute(
-                "EXPLAIN QUERY PLAN SELECT id FROM world_app_customer WHERE id IN "
-                "(SELECT id FROM world_app_customer WHERE rowid IN "
-                "(SELECT rowid FROM _search_world_app_customer WHERE _search_world_app_customer MATCH ?))",
-                [trigram_query("smith")],
+                f"EXPLAIN QUERY PLAN SELECT count(*) FROM world_app_customer WHERE rowid IN "
+                f"(SELECT rowid FROM {index} WHERE {index} MATCH ?)",
+                [phrase_query("smith")],
             )
         )
-        assert "VIRTUAL TABLE INDEX" in plan
+        assert "VIRTUAL TABLE INDEX" in plan and "SCAN world_app_customer" not in plan
+        # A common word's total counts index entries: no row of the table is matched with LIKE.
+        assert invoke_tool("search_orders", {"query": "the"})["total"] > 0
     episode_close(episode)
 
 
@@ -140,6 +148,9 @@ def test_the_index_follows_an_episodes_writes_and_its_rebuild(db):
         assert invoke_tool("search_customers", {"query": "abernathy"})["total"] == 0
         assert invoke_tool("search_orders", {"query": "zanzibar"})["total"] == 1
         assert invoke_tool("search_orders", {"query": "back door"})["total"] == 0
+        # The order's index holds its customer's name: renaming the customer re-indexed the order.
+        assert invoke_tool("search_orders", {"query": "villanueva"})["total"] == 1
+        assert invoke_tool("search_orders", {"query": "abernathy"})["total"] == 0
         _assert_same_answers(conn, queries)
     # Another process's copy: the image again, the log replayed on it (rows deleted and inserted anew).
     episode_cache.clear()

@@ -28,6 +28,7 @@ class SearchBuildsParams(PageParams):
     sort: Literal["newest", "oldest"] = Field("newest", description="Order of results: newest or oldest first.")
 
 
+BUILD_TEXT = ("id", "name", "notes")
 BUILD_SORTS = {"newest": ("-created_at", "-id"), "oldest": ("created_at", "id")}
 
 
@@ -64,7 +65,7 @@ def search_builds(p: SearchBuildsParams) -> dict:
 
 def _builds(p: SearchBuildsParams) -> QuerySet:
     condition = (
-        text_filter(p.query, ("id", "name", "notes"), Build)
+        text_filter(p.query, BUILD_TEXT, Build)
         & range_filter("created_at", p.created_after, p.created_before)
         & exact_filters(customer_id=p.customer_id, status=p.status)
     )
@@ -79,4 +80,6 @@ BUILD_SEARCH = BakedSearch(
     _builds,
     values=("customer_id", "product_id"),
     unbaked=("created_after", "created_before"),
+    text_fields=BUILD_TEXT,
+    sorts=BUILD_SORTS,
 )

@@ -28,6 +28,7 @@ class SearchCustomersParams(PageParams):
     )
 
 
+CUSTOMER_TEXT = ("id", "first_name", "last_name", "email", "phone", "addresses")
 CUSTOMER_SORTS = {
     "id": ("id",),
     "name": ("last_name", "first_name", "id"),
@@ -48,14 +49,19 @@ def search_customers(p: SearchCustomersParams) -> dict:
 
 def _customers(p: SearchCustomersParams) -> QuerySet:
     return Customer.objects.filter(
-        text_filter(p.query, ("id", "first_name", "last_name", "email", "phone", "addresses"), Customer)
+        text_filter(p.query, CUSTOMER_TEXT, Customer)
         & range_filter("created_at", p.created_after, p.created_before)
         & exact_filters(loyalty_tier=p.loyalty_tier, email__iexact=p.email)
     ).order_by(*CUSTOMER_SORTS[p.sort])
 
 
 CUSTOMER_SEARCH = BakedSearch(
-    Customer, SearchCustomersParams, _customers, unbaked=("email", "created_after", "created_before")
+    Customer,
+    SearchCustomersParams,
+    _customers,
+    unbaked=("email", "created_after", "created_before"),
+    text_fields=CUSTOMER_TEXT,
+    sorts=CUSTOMER_SORTS,
 )
 
 
@@ -79,6 +85,7 @@ class SearchOrdersParams(PageParams):
     )
 
 
+ORDER_TEXT = ("id", "notes", "customer__first_name", "customer__last_name", "customer__email")
 ORDER_SORTS = {
     "newest": ("-created_at", "-id"),
     "oldest": ("created_at", "id"),
@@ -99,7 +106,7 @@ def search_orders(p: SearchOrdersParams) -> dict:
 
 def _orders(p: SearchOrdersParams) -> QuerySet:
     condition = (
-        text_filter(p.query, ("id", "notes", "customer__first_name", "customer__last_name", "customer__email"), Order)
+        text_filter(p.query, ORDER_TEXT, Order)
         & range_filter("created_at", p.created_after, p.created_before)
         & exact_filters(customer_id=p.customer_id, status=p.status, build_id=p.build_id)
         & exact_filters(total__gte=p.min_total, total__lte=p.max_total)
@@ -125,4 +132,6 @@ ORDER_SEARCH = BakedSearch(
     _orders,
     values=("customer_id", "product_id", "build_id"),
     unbaked=("created_after", "created_before", "min_total", "max_total"),
+    text_fields=ORDER_TEXT,
+    sorts=ORDER_SORTS,
 )

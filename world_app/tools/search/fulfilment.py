@@ -35,6 +35,7 @@ class SearchShipmentsParams(PageParams):
     )
 
 
+SHIPMENT_TEXT = ("id", "tracking_number", "order__id")
 SHIPMENT_SORTS = {
     "newest": (F("shipped_at").desc(nulls_last=True), "-id"),
     "oldest": (F("shipped_at").asc(nulls_last=True), "id"),
@@ -53,7 +54,7 @@ def search_shipments(p: SearchShipmentsParams) -> dict:
 
 def _shipments(p: SearchShipmentsParams) -> QuerySet:
     condition = (
-        text_filter(p.query, ("id", "tracking_number", "order__id"), Shipment)
+        text_filter(p.query, SHIPMENT_TEXT, Shipment)
         & range_filter("shipped_at", p.shipped_after, p.shipped_before)
         & range_filter("delivered_at", p.delivered_after, p.delivered_before)
         & exact_filters(
@@ -69,6 +70,8 @@ SHIPMENT_SEARCH = BakedSearch(
     _shipments,
     values=("order_id", "customer_id"),
     unbaked=("shipped_after", "shipped_before", "delivered_after", "delivered_before"),
+    text_fields=SHIPMENT_TEXT,
+    sorts=SHIPMENT_SORTS,
 )
 
 
@@ -92,6 +95,7 @@ class SearchPaymentsParams(PageParams):
     )
 
 
+PAYMENT_TEXT = ("id", "transaction_id", "card_last4", "order__id")
 PAYMENT_SORTS = {"newest": ("-created_at", "-id"), "oldest": ("created_at", "id"), "amount_desc": ("-amount", "id")}
 
 
@@ -112,7 +116,7 @@ def search_payments(p: SearchPaymentsParams) -> dict:
 
 def _payments(p: SearchPaymentsParams) -> QuerySet:
     condition = (
-        text_filter(p.query, ("id", "transaction_id", "card_last4", "order__id"), Payment)
+        text_filter(p.query, PAYMENT_TEXT, Payment)
         & range_filter("created_at", p.created_after, p.created_before)
         & exact_filters(order_id=p.order_id, customer_id=p.customer_id, method=p.method, status=p.status)
         & exact_filters(amount__gte=p.min_amount, amount__lte=p.max_amount)
@@ -126,4 +130,6 @@ PAYMENT_SEARCH = BakedSearch(
     _payments,
     values=("order_id", "customer_id"),
     unbaked=("min_amount", "max_amount", "created_after", "created_before"),
+    text_fields=PAYMENT_TEXT,
+    sorts=PAYMENT_SORTS,
 )

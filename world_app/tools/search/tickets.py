@@ -39,6 +39,7 @@ PRIORITY_RANK = Case(
     default=Value(3),
     output_field=IntegerField(),
 )
+TICKET_TEXT = ("id", "subject", "body")
 TICKET_SORTS = {
     "newest": ("-created_at", "-id"),
     "oldest": ("created_at", "id"),
@@ -58,7 +59,7 @@ def search_tickets(p: SearchTicketsParams) -> dict:
 
 def _tickets(p: SearchTicketsParams) -> QuerySet:
     condition = (
-        text_filter(p.query, ("id", "subject", "body"), SupportTicket)
+        text_filter(p.query, TICKET_TEXT, SupportTicket)
         & range_filter("created_at", p.created_after, p.created_before)
         & exact_filters(
             customer_id=p.customer_id,
@@ -82,4 +83,6 @@ TICKET_SEARCH = BakedSearch(
     _tickets,
     values=("customer_id", "order_id", "build_id", "assignee_id"),
     unbaked=("created_after", "created_before"),
+    text_fields=TICKET_TEXT,
+    sorts=TICKET_SORTS,
 )
