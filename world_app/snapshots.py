@@ -22,9 +22,11 @@ from world_app.checksum import (
     world_table_digests,
 )
 from world_app.episodes.errors import SnapshotIntegrityError, SnapshotNotPublished
-from world_app.episodes.search_index import fts5_available, search_index_build
+from world_app.episodes.images import snapshot_image
+from world_app.episodes.search_index import fts5_available, has_search_index, search_index_build
 from world_app.episodes.world_db import (
     change_capture_sql,
+    current_schema_fingerprint,
     schema_fingerprint,
     table_sql,
     world_bound,
@@ -119,7 +121,9 @@ def _world_image_build() -> WorldImage:
 def snapshot_publish(*, note: str, user=None, if_changed: bool = False) -> WorldSnapshot:
     """Freeze the live world into the next snapshot version.
 
-    With ``if_changed``, return the latest snapshot instead when the live world's content equals it.
+    With ``if_changed``, return the latest snapshot instead when the live world's content equals it and its image
+    serves this code as a new one would (the same world models, and the search indexes this code builds: an image
+    published before them is searched by scanning, so the same world is published again).
     Two transactions: the build reads one Postgres snapshot; the store takes the version under a lock.
     """
     with _consistent_read():
@@ -127,13 +131,29 @@ def snapshot_publish(*, note: str, user=None, if_changed: bool = False) -> World
         if if_changed:
             latest = WorldSnapshot.objects.defer("image").order_by("-version").first()
             if latest is not None and latest.content_checksum == live_checksum:
-                return latest
+                if _image_current(latest):
+                    return latest
+                if_changed = False  # the same content in a current image: a new version
         built = _world_image_build()
     if built.content_checksum != live_checksum:
         raise SnapshotIntegrityError(
             f"the image's content checksum {built.content_checksum} differs from the live world's {live_checksum}"
         )
     return _snapshot_store(built=built, note=note, user=user, if_changed=if_changed)
+
+
+def _image_current(snapshot: WorldSnapshot) -> bool:
+    """Whether ``snapshot``'s image has this code's world models and, where this process can build them, its
+    search indexes."""
+    if snapshot.schema_fingerprint != current_schema_fingerprint():
+        return False
+    if not fts5_available():
+        return True
+    conn = world_connection_open(snapshot_image(snapshot.pk).image)
+    try:
+        return has_search_index(conn)
+    finally:
+        conn.close()
 
 
 @transaction.atomic

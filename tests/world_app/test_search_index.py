@@ -188,3 +188,21 @@ def test_a_snapshot_without_the_index_loads_and_scans(db, monkeypatch):
             assert world_searchable(connections[EPISODE_ALIAS].connection) is (snapshot == indexed)
             assert invoke_tool("search_customers", {"query": "pemberton"})["total"] == 1
         episode_close(episode)
+
+
+def test_publishing_the_same_world_again_upgrades_an_image_without_the_index(db, monkeypatch):
+    """``publish_world --if-changed`` (what ``make demo`` runs) keeps a snapshot of the same content only when its
+    image has this code's search indexes: an older image is published again, once."""
+    CustomerFactory(last_name="Pemberton")
+    monkeypatch.setattr(search_index_module, "fts5_available", lambda: False)
+    monkeypatch.setattr("world_app.snapshots.fts5_available", lambda: False)
+    plain = snapshot_publish(note="before the index")
+    assert snapshot_publish(note="again", if_changed=True) == plain  # this process builds no index: nothing to gain
+    monkeypatch.undo()
+    upgraded = snapshot_publish(note="with the index", if_changed=True)
+    assert upgraded.version == plain.version + 1 and upgraded.content_checksum == plain.content_checksum
+    assert snapshot_publish(note="once more", if_changed=True) == upgraded
+    episode = episode_create(snapshot=upgraded, label="upgraded")
+    with episode_world(episode):
+        assert world_searchable(connections[EPISODE_ALIAS].connection)
+    episode_close(episode)
