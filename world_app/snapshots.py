@@ -7,7 +7,6 @@ Django's own SQLite schema editor, so the ORM runs on it unchanged) and the chan
 from __future__ import annotations
 
 import hashlib
-import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from world_app.checksum import (
     world_table_digests,
 )
 from world_app.episodes.errors import SnapshotIntegrityError, SnapshotNotPublished
+from world_app.episodes.image_codec import image_compress
 from world_app.episodes.images import snapshot_image
 from world_app.episodes.search_index import fts5_available, has_search_index, search_index_build
 from world_app.episodes.world_db import (
@@ -166,7 +166,7 @@ def _snapshot_store(*, built: WorldImage, note: str, user, if_changed: bool) -> 
     return WorldSnapshot.objects.create(
         version=(latest.version if latest else 0) + 1,
         note=note,
-        image=zlib.compress(built.image, 6),
+        image=image_compress(built.image),
         image_sha256=hashlib.sha256(built.image).hexdigest(),
         image_bytes=len(built.image),
         content_checksum=built.content_checksum,

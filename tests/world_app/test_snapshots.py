@@ -18,6 +18,7 @@ from world_app.episodes import (
     episode_state_from_log,
     episode_step,
 )
+from world_app.episodes.image_codec import ZSTD_MAGIC, image_decompress
 from world_app.episodes.images import snapshot_image, snapshot_images_clear
 from world_app.episodes.shared_image import in_place_loading
 from world_app.models import WORLD_MODELS, Customer, Order, WorldSnapshot
@@ -28,7 +29,8 @@ pytestmark = [pytest.mark.django_db(databases=["default", "episode"]), pytest.ma
 
 def _image_db(snapshot: WorldSnapshot) -> sqlite3.Connection:
     conn = sqlite3.connect(":memory:")
-    conn.deserialize(zlib.decompress(bytes(WorldSnapshot.objects.get(pk=snapshot.pk).image)))
+    stored = WorldSnapshot.objects.get(pk=snapshot.pk)
+    conn.deserialize(image_decompress(bytes(stored.image), stored.image_bytes))
     return conn
 
 
@@ -39,7 +41,8 @@ def test_publish_freezes_every_world_table_with_checksums():
     assert snapshot.version == 1
     assert snapshot.content_checksum == world_content_checksum()
     stored = WorldSnapshot.objects.get(pk=snapshot.pk)
-    image = zlib.decompress(bytes(stored.image))
+    image = image_decompress(bytes(stored.image), stored.image_bytes)
+    assert bytes(stored.image)[:4] == ZSTD_MAGIC
     assert hashlib.sha256(image).hexdigest() == stored.image_sha256
     assert len(image) == stored.image_bytes
     assert stored.entity_counts["customer"] == 1
@@ -224,3 +227,19 @@ def test_publish_stores_the_table_digests_an_episode_checksum_starts_from(monkey
         snapshot_images_clear()
         assert snapshot_table_digests(images.snapshot_image(snapshot.pk)) == scanned
     assert len(scans) == 2
+
+
+def test_an_image_stored_with_zlib_before_zstd_still_loads(monkeypatch):
+    """Snapshots published before zstd hold zlib streams: they load, from Postgres and decompressed, as before."""
+    monkeypatch.setenv("WORLD_IMAGE_DIR", "")  # no shared file from an earlier load: read from Postgres
+    CustomerFactory(first_name="Zed")
+    snapshot = snapshot_publish(note="zlib")
+    stored = WorldSnapshot.objects.get(pk=snapshot.pk)
+    image = image_decompress(bytes(stored.image), stored.image_bytes)
+    WorldSnapshot.objects.filter(pk=snapshot.pk).update(image=zlib.compress(image, 6))
+    snapshot_images_clear()
+    loaded = snapshot_image(snapshot.pk)
+    assert hashlib.sha256(loaded.image.read()).hexdigest() == snapshot.image_sha256
+    conn = sqlite3.connect(":memory:")
+    conn.deserialize(loaded.image.read())
+    assert conn.execute("SELECT count(*) FROM world_app_customer WHERE first_name = 'Zed'").fetchone() == (1,)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-import zlib
 from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime
@@ -13,6 +12,7 @@ from datetime import datetime
 from django.db import DEFAULT_DB_ALIAS
 
 from world_app.episodes.errors import SnapshotIntegrityError
+from world_app.episodes.image_codec import image_decompress, stored_image_read
 from world_app.episodes.shared_image import SharedImage, shared_image_open, shared_image_write
 from world_app.episodes.world_db import current_schema_fingerprint
 from world_app.models import WorldSnapshot
@@ -64,8 +64,8 @@ def snapshot_image(snapshot_id: int) -> SnapshotImage:
     # Another process of this machine may hold the image already, decompressed and checked: open its file.
     shared = shared_image_open(sha256, size)
     if shared is None:
-        compressed = WorldSnapshot.objects.using(DEFAULT_DB_ALIAS).values_list("image", flat=True).get(pk=snapshot_id)
-        image = zlib.decompress(bytes(compressed))
+        compressed = stored_image_read(snapshot_id)
+        image = image_decompress(compressed, size)
         if hashlib.sha256(image).hexdigest() != sha256:
             raise SnapshotIntegrityError(f"world v{version}: the stored image does not match its sha256")
         shared = shared_image_write(sha256, image)

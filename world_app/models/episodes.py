@@ -9,9 +9,9 @@ from django.db import models
 class WorldSnapshot(models.Model):
     """An immutable, numbered image of the live world that any process can load.
 
-    ``image`` is a serialized SQLite database (zlib-compressed) holding every world table; an episode
-    deserializes it into memory. ``content_checksum`` is the world's content checksum (the same one
-    ``world_stats`` prints), so a snapshot can be matched to the live world it came from.
+    ``image`` is a serialized SQLite database (zstd-compressed; zlib for snapshots published before) holding every
+    world table; an episode deserializes it into memory. ``content_checksum`` is the world's content checksum (the
+    same one ``world_stats`` prints), so a snapshot can be matched to the live world it came from.
     """
 
     version = models.PositiveIntegerField(unique=True)
