@@ -308,7 +308,8 @@ def main() -> None:
         fresh = json.loads(child.stdout.strip().splitlines()[-1])
         # The first process on a machine: no shared image file yet (an empty private directory for them, in memory
         # as the default one is), so it reads the compressed image from Postgres, decompresses and checks it.
-        with tempfile.TemporaryDirectory(dir="/dev/shm" if os.path.isdir("/dev/shm") else None) as empty:
+        memory_dir = "/dev/shm" if os.path.isdir("/dev/shm") else None  # noqa: S108 (mkdtemp: a new 0700 directory)
+        with tempfile.TemporaryDirectory(dir=memory_dir) as empty:
             child = subprocess.run(
                 [sys.executable, __file__, "--fresh-process", "close", "--snapshot", str(snapshot.pk)],
                 capture_output=True,
