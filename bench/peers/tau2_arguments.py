@@ -5,6 +5,16 @@ from __future__ import annotations
 
 from tau2.domains.retail.data_model import GiftCard, RetailDB
 
+# The address every address-changing write sets (the arguments here and the rollouts' scripts).
+ADDRESS = {
+    "address1": "1 Bench Way",
+    "address2": "Suite 18",
+    "city": "Austin",
+    "state": "TX",
+    "country": "USA",
+    "zip": "78701",
+}
+
 
 def _other_variant(db: RetailDB, item) -> str | None:
     """Another available variant of the item's product (what an exchange or item change needs)."""
@@ -55,14 +65,7 @@ def write_arguments(db: RetailDB, samples: int) -> dict[str, list[dict]]:
     """Arguments for each write tool on distinct orders (users) in the state where the write succeeds."""
     pending = [o for _, o in sorted(db.orders.items()) if o.status == "pending"]
     delivered = [o for _, o in sorted(db.orders.items()) if o.status == "delivered"]
-    address = {
-        "address1": "1 Bench Way",
-        "address2": "Suite 18",
-        "city": "Austin",
-        "state": "TX",
-        "country": "USA",
-        "zip": "78701",
-    }
+    address = ADDRESS
     calls: dict[str, list[dict]] = {
         name: []
         for name in (

@@ -31,17 +31,10 @@ from tau2.domains.retail.environment import get_environment
 from tau2.registry import registry
 from tau2.runner.batch import run_tasks
 from tau2.user.user_simulator import UserSimulator
+from tau2_arguments import ADDRESS
 
 AGENT_MODEL = "tau2-agent"
 USER_MODEL = "tau2-user"
-ADDRESS = {
-    "address1": "1 Bench Way",
-    "address2": "Suite 18",
-    "city": "Austin",
-    "state": "TX",
-    "country": "USA",
-    "zip": "78701",
-}
 MARK = re.compile(r"\[simulation (\d+)\]")
 
 
