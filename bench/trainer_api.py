@@ -1,7 +1,8 @@
 """Benchmark: the trainer-time API over real HTTP with one client: open, tool calls, finish; p50/p95 and the
 Postgres round trips each call costs.
 
-Run by hand: ``.venv/bin/python bench/trainer_api.py [--episodes 30] [--tools 8] [--runs 3] [--port 8466]``
+Run by hand: ``.venv/bin/python bench/trainer_api.py [--episodes 30] [--tools 8] [--runs 3] [--port 8466]
+[--server asgi]``
 against the database named by DATABASE_URL. Prepares what it needs when missing (as ``bench/trainer_load.py``:
 the seed-7 world, a snapshot, the starter library, a frozen release ``bench-trainer-load``, a token). Then it
 starts gunicorn (one gthread worker, the deployment's settings, DEBUG off) with ``bench/gunicorn_count.py``,
@@ -55,6 +56,11 @@ from trainer_bridge.services import api_token_create  # noqa: E402
 from trainer_bridge.trainer_services import trainer_episode_open, trainer_episode_tool_call  # noqa: E402
 from world_app.models import Product  # noqa: E402
 
+# The server under the API: gunicorn's arguments for the app and its worker.
+SERVERS = {
+    "wsgi": ("corecraft_site.wsgi", "--worker-class", "gthread", "--threads", "2"),
+    "asgi": ("corecraft_site.asgi:application", "--worker-class", "uvicorn.workers.UvicornWorker"),
+}
 BARS = {"tool": 4.0, "open": 6.0, "finish": 15.0}
 KINDS = ("open", "tool", "finish")
 
@@ -203,6 +209,13 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8066")))
     parser.add_argument("--tau2-python", help=HELP)
+    parser.add_argument(
+        "--server",
+        choices=("wsgi", "asgi"),
+        default="wsgi",
+        help="wsgi: gunicorn's gthread worker on the WSGI app (the deployment's); asgi: gunicorn with uvicorn's "
+        "worker on the ASGI app (Django runs the sync views in its thread-sensitive executor)",
+    )
     args = parser.parse_args()
 
     release, secret, orders, customers = trainer_load.prepare()
@@ -217,9 +230,8 @@ def main() -> None:
     log.mkdir(exist_ok=True)
     with (log / "bench-trainer-api.log").open("wb") as out:
         server = subprocess.Popen(
-            [str(ROOT / ".venv/bin/gunicorn"), "corecraft_site.wsgi", "-c", str(ROOT / "bench/gunicorn_count.py"),
-             "--bind", f"127.0.0.1:{args.port}", "--workers", "1", "--threads", "2", "--worker-class", "gthread",
-             "--keep-alive", "30", "--timeout", "120"],
+            [str(ROOT / ".venv/bin/gunicorn"), *SERVERS[args.server], "-c", str(ROOT / "bench/gunicorn_count.py"),
+             "--bind", f"127.0.0.1:{args.port}", "--workers", "1", "--keep-alive", "30", "--timeout", "120"],
             cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
         )  # fmt: skip
     try:
@@ -250,8 +262,10 @@ def main() -> None:
         return statistics.median(run[key][kind] for run in runs)
 
     loads = [round(run["load"], 2) for run in runs]
-    print(f"trainer API over HTTP, one client, gunicorn 1 worker; {args.runs} runs x {args.episodes} episodes x "
-          f"{args.tools} tool calls; load average per run {loads}; medians over runs")  # fmt: skip
+    print(
+        f"trainer API over HTTP, one client, gunicorn 1 worker ({args.server}); {args.runs} runs x "
+        f"{args.episodes} episodes x {args.tools} tool calls; load average per run {loads}; medians over runs"
+    )
     print(f"{'call':<22}{'p50 ms':>9}{'p95 ms':>9}{'statements':>12}{'+BEGIN/COMMIT':>15}{'bar p50':>9}")
     for kind in ("floor", *KINDS):
         label = {
@@ -288,6 +302,7 @@ def main() -> None:
             f"write p50 {peer['write_p50_ms']:.3f} ms"
         )
     figures = {
+        "server": args.server,
         "runs": args.runs,
         "episodes": args.episodes,
         "tools_per_episode": args.tools,
