@@ -212,6 +212,7 @@ def run(version, *, base_url: str, args) -> dict:
         "overhead_pct": round(100 * (wall / ideal - 1), 2),
         "rollout_done_p50_s": round(pct(per_rollout, 0.5), 3),
         "rollout_done_p95_s": round(pct(per_rollout, 0.95), 3),
+        "rollout_done_max_s": round(max(per_rollout), 3) if per_rollout else None,
         "agent_loop_p50_ms": round(pct([r.latency_ms for r in results], 0.5), 1),
         # A tool call's wall time in the batch (its CPU plus any queueing behind the other rollouts' work).
         "tool_call_p50_ms": round(pct(tool_ms, 0.5), 2),

@@ -141,6 +141,13 @@ def _error_body(status: int, message: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": HTTPStatus(status).phrase.lower().replace(" ", "_"), "code": status}}
 
 
+class _Server(ThreadingHTTPServer):
+    # socketserver listens with a backlog of 5: 64 clients connecting at once (a batch of rollouts, each with its
+    # endpoint's client) overflowed it, and the dropped handshakes were retried by TCP a second later, which showed
+    # as rollouts finishing a second late. Model servers listen with a deep backlog (uvicorn 2048).
+    request_queue_size = 1024
+
+
 class ScriptedLLMServer:
     """A threaded loopback server answering chat completions from a script, usable as a context manager.
 
@@ -178,7 +185,7 @@ class ScriptedLLMServer:
             return len(self._queues[model])
 
     def start(self) -> ScriptedLLMServer:
-        httpd = ThreadingHTTPServer(("127.0.0.1", self._port), _handler_for(self))
+        httpd = _Server(("127.0.0.1", self._port), _handler_for(self))
         httpd.daemon_threads = True
         # A handler still sleeping out a delay fault must not hold up shutdown.
         httpd.block_on_close = False
