@@ -148,7 +148,7 @@ class BakedSearch:
 
     ``text_fields`` (the fields ``queryset`` gives ``text_filter``) and ``sorts`` (each sort's order): in a world
     with the search indexes, a search by words alone has its total counted in the index, and its page walks the
-    sort's index when the words are common (``WALK_GAIN``).
+    sort's index when the words are common (``WALK_GAIN``). So ``queryset`` filters by its params and nothing else.
     """
 
     def __init__(
@@ -233,7 +233,7 @@ class BakedSearch:
 
     def _index_total(self, words: list[str]) -> int | None:
         """How many rows hold every word, counted in the index (a search by words alone)."""
-        found = _text_index(self.model, self.text_fields)
+        found = _text_index(self.model, self.text_fields) if self.text_fields else None
         if found is None:
             return None
         index, columns = found
